@@ -1,0 +1,128 @@
+// Package step defines the step handler contract: what a registered handler receives, what it
+// returns, and the registry that maps a pipeline's `uses` name to a handler.
+//
+// # Usage
+//
+//	reg := step.NewRegistry()
+//	err := reg.Register("echo", step.HandlerFunc(func(ctx context.Context, r *step.Request) (step.Result, error) {
+//		return step.Result{Output: r.With["value"]}, nil
+//	}))
+package step
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/dairuntime/dair/messages"
+)
+
+// Request is one attempt of one step. Handlers must not retain it past Run.
+type Request struct {
+	ExecutionID string
+	SharedRunID string
+	StepID      string
+	TenantID    string
+	// Attempt counts from 1.
+	Attempt int
+	// IdempotencyKey is "<execution_id>/<step_id>": the same for every attempt of a step, across
+	// restarts and recoveries, so side effects can be de-duplicated downstream.
+	IdempotencyKey string
+	// With is the step's `with` map after template rendering.
+	With map[string]any
+	// Snapshot is the run's tenant context, as submitted.
+	Snapshot *messages.ExecutionContextSnapshot
+}
+
+// Usage is what a handler reports it consumed (LLM tokens).
+type Usage struct {
+	PromptTokens     int64
+	CompletionTokens int64
+}
+
+// Result is a successful attempt's output. Output must marshal to JSON.
+type Result struct {
+	Output any
+	Usage  Usage
+}
+
+// Handler runs one step attempt. Run blocks until the attempt ends or ctx is done (timeout,
+// cancel, pause); it is called from many goroutines at once. A panic fails only that attempt.
+type Handler interface {
+	Run(ctx context.Context, req *Request) (Result, error)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, req *Request) (Result, error)
+
+// Run calls f.
+func (f HandlerFunc) Run(ctx context.Context, req *Request) (Result, error) { return f(ctx, req) }
+
+// PermanentError marks a failure that retrying cannot fix; the engine stops retrying the step.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Permanent wraps err so the engine does not retry it.
+func Permanent(err error) error { return &PermanentError{Err: err} }
+
+// IsPermanent reports whether err was marked with Permanent.
+func IsPermanent(err error) bool {
+	var p *PermanentError
+	return errors.As(err, &p)
+}
+
+// ErrDuplicateHandler is returned by Register when the name is taken.
+var ErrDuplicateHandler = errors.New("step: duplicate handler name")
+
+// Registry maps handler names to handlers. It is safe for concurrent use.
+type Registry struct {
+	mu sync.RWMutex // guards m
+	m  map[string]Handler
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{m: make(map[string]Handler)} }
+
+// Register adds h under name; a taken name returns ErrDuplicateHandler.
+func (r *Registry) Register(name string, h Handler) error {
+	if name == "" || h == nil {
+		return fmt.Errorf("step: register: empty name or nil handler")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.m[name]; ok {
+		return fmt.Errorf("register %q: %w", name, ErrDuplicateHandler)
+	}
+	r.m[name] = h
+	return nil
+}
+
+// Get returns the handler registered under name.
+func (r *Registry) Get(name string) (Handler, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	h, ok := r.m[name]
+	return h, ok
+}
+
+// Has reports whether name is registered (the dag validator's known-handler check).
+func (r *Registry) Has(name string) bool {
+	_, ok := r.Get(name)
+	return ok
+}
+
+// Names returns the registered names, sorted.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.m))
+	for n := range r.m {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

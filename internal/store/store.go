@@ -1,0 +1,208 @@
+// Package store defines dair's durable state: one Store interface with two backends (Redis for
+// clusters, an embedded bbolt file for one node) that pass one contract test suite (storetest).
+//
+// Every method blocks on I/O, takes a context, and is safe for concurrent use. Messages passed
+// in are not retained (backends marshal them); messages returned are owned by the caller.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/dairuntime/dair/messages"
+)
+
+// Sentinel errors. Backends wrap them with %w; callers test with errors.Is.
+var (
+	// ErrNotFound is returned by Get* and Update* methods when the id does not exist.
+	ErrNotFound = errors.New("store: not found")
+	// ErrStaleEpoch is returned by fenced writes whose epoch is not the execution's current epoch.
+	ErrStaleEpoch = errors.New("store: stale epoch")
+	// ErrAlreadyCommitted is returned by CommitStep when the step already succeeded.
+	ErrAlreadyCommitted = errors.New("store: step already committed")
+	// ErrExists is returned by Create* methods when the id is taken.
+	ErrExists = errors.New("store: already exists")
+	// ErrClaimLost is returned by Ack when the claim token no longer owns the queue item.
+	ErrClaimLost = errors.New("store: claim lost")
+)
+
+// Store is the whole durable state of a dair deployment.
+type Store interface {
+	Runs
+	Queue
+	Registry
+	Reservations
+	Executions
+	Ledger
+	Tenants
+	ScaleOuts
+	Pipelines
+	Usage
+	Leases
+	// Close releases the backend. It is idempotent.
+	Close() error
+}
+
+// RunFilter selects runs in ListRuns. Zero fields match everything.
+type RunFilter struct {
+	TenantID string
+	Status   string
+	// Limit caps the answer; 0 means 1000.
+	Limit int
+}
+
+// Runs stores SharedRun records.
+type Runs interface {
+	// CreateRun stores a new run. When run.IdempotencyKey is set and a run of the same tenant
+	// already holds that key, CreateRun stores nothing and returns that run with created=false.
+	// A duplicate SharedRunId returns ErrExists.
+	CreateRun(ctx context.Context, run *messages.SharedRun) (existing *messages.SharedRun, created bool, err error)
+	// GetRun returns the run or ErrNotFound.
+	GetRun(ctx context.Context, id string) (*messages.SharedRun, error)
+	// UpdateRun applies fn to the current run atomically (optimistic retry on Redis, one
+	// transaction on bbolt) and stores the result. fn may be called more than once; an error
+	// from fn aborts the update and is returned as is.
+	UpdateRun(ctx context.Context, id string, fn func(*messages.SharedRun) error) (*messages.SharedRun, error)
+	// ListRuns returns runs newest first.
+	ListRuns(ctx context.Context, f RunFilter) ([]*messages.SharedRun, error)
+}
+
+// Claim is one shared-queue item held by a pump until Ack or until its visibility times out.
+type Claim struct {
+	RunID string
+	// Token identifies this claim; a later claim of the same item gets a new token.
+	Token string
+}
+
+// Queue is the shared queue of runs waiting for dispatch.
+type Queue interface {
+	// Enqueue makes runID pending. Enqueuing a pending or claimed run is a no-op.
+	Enqueue(ctx context.Context, runID string) error
+	// Claim takes up to max pending items for pumpID. Items whose claims timed out (their pump
+	// died) are pending again before the claim is taken. A claimed item becomes pending again
+	// after visibility unless acked or released.
+	Claim(ctx context.Context, pumpID string, max int, visibility time.Duration) ([]Claim, error)
+	// Ack removes a claimed item from the queue. It returns ErrClaimLost when the token no longer
+	// holds the item (the claim timed out and another pump took it).
+	Ack(ctx context.Context, c Claim) error
+	// Release makes a claimed item pending again at once.
+	Release(ctx context.Context, c Claim) error
+	// QueueDepth returns the pending and claimed counts.
+	QueueDepth(ctx context.Context) (pending, claimed int64, err error)
+}
+
+// Registry stores runtime instance capacity descriptors with heartbeat expiry.
+type Registry interface {
+	// PutInstance stores d (keyed by RuntimeInstanceId) and keeps it listed for ttl from now.
+	PutInstance(ctx context.Context, d *messages.CapacityDescriptor, ttl time.Duration) error
+	// GetInstance returns a live descriptor or ErrNotFound (also when expired).
+	GetInstance(ctx context.Context, id string) (*messages.CapacityDescriptor, error)
+	// ListInstances returns every live (unexpired) descriptor ordered by id.
+	ListInstances(ctx context.Context) ([]*messages.CapacityDescriptor, error)
+	// DeleteInstance removes a descriptor; deleting a missing id is not an error.
+	DeleteInstance(ctx context.Context, id string) error
+}
+
+// Reservations are atomic run-slot holds on runtime instances. The sum of live reservations
+// of an instance never exceeds the limit passed to Reserve, whatever the number of concurrent
+// callers or processes.
+type Reservations interface {
+	// Reserve holds one slot of instanceID for runID for ttl if fewer than limit live holds
+	// exist. Reserving again for the same run refreshes it and reports true.
+	Reserve(ctx context.Context, instanceID, runID string, limit int, ttl time.Duration) (bool, error)
+	// RefreshReservations extends the holds of runIDs on instanceID to ttl from now.
+	RefreshReservations(ctx context.Context, instanceID string, runIDs []string, ttl time.Duration) error
+	// ReleaseReservation drops a hold; releasing a missing hold is not an error.
+	ReleaseReservation(ctx context.Context, instanceID, runID string) error
+	// ReservationCount returns the number of live holds on instanceID.
+	ReservationCount(ctx context.Context, instanceID string) (int, error)
+}
+
+// StepCommit is one fenced step write, optionally with ledger entries appended atomically.
+type StepCommit struct {
+	ExecutionID string
+	Epoch       int64
+	Step        *messages.StepState
+	// Ledger entries are appended to the execution's shared-run ledger in the same atomic write
+	// (their Seq and At are assigned by the store when zero).
+	Ledger []*messages.LedgerEntry
+}
+
+// Executions stores DAG executions and their step states under a fencing epoch.
+type Executions interface {
+	// CreateExecution stores a new execution (epoch as given, usually 1) or returns ErrExists.
+	CreateExecution(ctx context.Context, e *messages.Execution) error
+	// GetExecution returns the execution and all its committed step states (by step id order).
+	GetExecution(ctx context.Context, id string) (*messages.Execution, []*messages.StepState, error)
+	// AcquireExecution increments the epoch, sets owner and runtimeInstanceID, and returns the
+	// new epoch. Every writer holding an older epoch is fenced from then on.
+	AcquireExecution(ctx context.Context, id, owner, runtimeInstanceID string) (int64, error)
+	// CommitSteps writes each commit if its epoch equals the execution's epoch and, for a
+	// succeeded step, the step has not already succeeded. errs[i] is nil, ErrStaleEpoch,
+	// ErrAlreadyCommitted or ErrNotFound for commits[i]; err is a transport failure. Backends
+	// pipeline or batch the commits.
+	CommitSteps(ctx context.Context, commits []StepCommit) (errs []error, err error)
+	// UpdateExecution applies fn to the execution if epoch is current (ErrStaleEpoch otherwise).
+	UpdateExecution(ctx context.Context, id string, epoch int64, fn func(*messages.Execution) error) (*messages.Execution, error)
+	// ListExecutionsByInstance returns non-terminal executions whose runtime instance is id.
+	ListExecutionsByInstance(ctx context.Context, runtimeInstanceID string) ([]*messages.Execution, error)
+}
+
+// Ledger is the append-only history of each shared run.
+type Ledger interface {
+	// Append adds entries to the ledger of each entry's SharedRunId, assigning Seq (1, 2, ... per
+	// run) and At when zero, and returns them with those set.
+	Append(ctx context.Context, entries ...*messages.LedgerEntry) ([]*messages.LedgerEntry, error)
+	// ReadLedger returns entries of a run with Seq > afterSeq in Seq order, at most limit
+	// (0 means all).
+	ReadLedger(ctx context.Context, sharedRunID string, afterSeq int64, limit int) ([]*messages.LedgerEntry, error)
+}
+
+// Tenants stores tenant settings.
+type Tenants interface {
+	PutTenant(ctx context.Context, t *messages.TenantSettings) error
+	// GetTenant returns the settings or ErrNotFound.
+	GetTenant(ctx context.Context, id string) (*messages.TenantSettings, error)
+	ListTenants(ctx context.Context) ([]*messages.TenantSettings, error)
+}
+
+// ScaleOuts stores durable scale-out requests.
+type ScaleOuts interface {
+	CreateScaleOut(ctx context.Context, r *messages.ScaleOutRequest) error
+	GetScaleOut(ctx context.Context, id string) (*messages.ScaleOutRequest, error)
+	UpdateScaleOut(ctx context.Context, id string, fn func(*messages.ScaleOutRequest) error) (*messages.ScaleOutRequest, error)
+	// ListScaleOuts returns requests in any of statuses (all when empty), oldest first.
+	ListScaleOuts(ctx context.Context, statuses ...string) ([]*messages.ScaleOutRequest, error)
+}
+
+// Pipelines stores pipeline definitions by key and content hash.
+type Pipelines interface {
+	// PutPipeline stores a version and makes it the key's latest.
+	PutPipeline(ctx context.Context, p *messages.PipelineVersion) error
+	// GetPipeline returns the key's latest version, or the version with hash when hash != "".
+	GetPipeline(ctx context.Context, key, hash string) (*messages.PipelineVersion, error)
+	// ListPipelines returns the latest version of every key, by key.
+	ListPipelines(ctx context.Context) ([]*messages.PipelineVersion, error)
+}
+
+// UsageFilter selects usage events.
+type UsageFilter struct {
+	TenantID string
+	From, To time.Time // zero means unbounded
+}
+
+// Usage stores metering events.
+type Usage interface {
+	AppendUsage(ctx context.Context, events ...*messages.UsageEvent) error
+	ListUsage(ctx context.Context, f UsageFilter) ([]*messages.UsageEvent, error)
+}
+
+// Leases are named, expiring locks for control-plane singletons.
+type Leases interface {
+	// AcquireLease takes or renews name for holder for ttl. It reports false when another holder
+	// has a live lease.
+	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error)
+	// ReleaseLease drops name if holder holds it.
+	ReleaseLease(ctx context.Context, name, holder string) error
+}
