@@ -1,0 +1,98 @@
+package tenancy
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/dairuntime/dair/messages"
+)
+
+// ErrInvalidSettings is matched (errors.Is) by every *ValidationError returned by Validate.
+var ErrInvalidSettings = errors.New("tenancy: invalid tenant settings")
+
+// ValidationError reports the first field of a TenantSettings that breaks a rule.
+type ValidationError struct {
+	// Field is the snake_case settings field name, as in CONTRACT.md.
+	Field string
+	// Reason says which rule the field breaks.
+	Reason string
+}
+
+// Error implements error.
+func (e *ValidationError) Error() string {
+	return fmt.Sprintf("tenancy: invalid %s: %s", e.Field, e.Reason)
+}
+
+// Unwrap returns ErrInvalidSettings so callers can match any validation failure.
+func (e *ValidationError) Unwrap() error { return ErrInvalidSettings }
+
+var (
+	tenantIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+	prefixPattern   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+)
+
+// Ranges accepted by Validate (inclusive).
+const (
+	MaxMaxRuntimeInstances          = 1000
+	MaxWorkerCountPerInstance       = 10000
+	MaxMaxConcurrentRunsPerInstance = 100000
+	MaxLocalQueueCapacity           = 1000000
+)
+
+// Validate checks t as given and returns a *ValidationError for the first broken rule, or nil.
+// Call it on Normalize(t) to accept zero fields as defaults. Rules:
+//
+//   - tenant_id matches ^[a-z0-9][a-z0-9_-]{0,62}$; tenant_group_id, when set, too.
+//   - isolation_mode is shared, dedicated or hybrid.
+//   - runtime_instance_id_prefix matches ^[a-z0-9][a-z0-9-]{0,62}$.
+//   - a dedicated or hybrid prefix neither equals DefaultPrefix nor starts with DefaultPrefix+"-"
+//     (its scope would overlap the shared scope).
+//   - a dedicated tenant does not allow shared fallback (use hybrid for that).
+//   - max_runtime_instances is in 1..1000, worker_count_per_instance in 1..10000,
+//     max_concurrent_runs_per_instance in 1..100000, local_queue_capacity in 0..1000000 and
+//     max_local_workers_per_execution in 0..worker_count_per_instance (0 means no extra cap).
+func Validate(t *messages.TenantSettings) error {
+	if t == nil {
+		return &ValidationError{Field: "settings", Reason: "missing"}
+	}
+	if !tenantIDPattern.MatchString(t.TenantId) {
+		return &ValidationError{Field: "tenant_id", Reason: fmt.Sprintf("%q does not match %s", t.TenantId, tenantIDPattern)}
+	}
+	if t.TenantGroupId != "" && !tenantIDPattern.MatchString(t.TenantGroupId) {
+		return &ValidationError{Field: "tenant_group_id", Reason: fmt.Sprintf("%q does not match %s", t.TenantGroupId, tenantIDPattern)}
+	}
+	switch t.IsolationMode {
+	case messages.IsolationShared, messages.IsolationDedicated, messages.IsolationHybrid:
+	default:
+		return &ValidationError{Field: "isolation_mode", Reason: fmt.Sprintf("%q is not shared, dedicated or hybrid", t.IsolationMode)}
+	}
+	p := t.RuntimeInstanceIdPrefix
+	if !prefixPattern.MatchString(p) {
+		return &ValidationError{Field: "runtime_instance_id_prefix", Reason: fmt.Sprintf("%q does not match %s", p, prefixPattern)}
+	}
+	if t.IsolationMode != messages.IsolationShared && (p == DefaultPrefix || strings.HasPrefix(p, DefaultPrefix+"-")) {
+		return &ValidationError{Field: "runtime_instance_id_prefix", Reason: fmt.Sprintf("%s scope %q overlaps the shared scope %q", t.IsolationMode, p, DefaultPrefix)}
+	}
+	if t.IsolationMode == messages.IsolationDedicated && t.AllowSharedFallback {
+		return &ValidationError{Field: "allow_shared_fallback", Reason: "dedicated tenants must not fall back to shared capacity; use hybrid"}
+	}
+	ranges := []struct {
+		field    string
+		v        int32
+		min, max int32
+	}{
+		{"max_runtime_instances", t.MaxRuntimeInstances, 1, MaxMaxRuntimeInstances},
+		{"worker_count_per_instance", t.WorkerCountPerInstance, 1, MaxWorkerCountPerInstance},
+		{"max_concurrent_runs_per_instance", t.MaxConcurrentRunsPerInstance, 1, MaxMaxConcurrentRunsPerInstance},
+		{"local_queue_capacity", t.LocalQueueCapacity, 0, MaxLocalQueueCapacity},
+		{"max_local_workers_per_execution", t.MaxLocalWorkersPerExecution, 0, t.WorkerCountPerInstance},
+	}
+	for _, r := range ranges {
+		if r.v < r.min || r.v > r.max {
+			return &ValidationError{Field: r.field, Reason: fmt.Sprintf("%d is outside %d..%d", r.v, r.min, r.max)}
+		}
+	}
+	return nil
+}
