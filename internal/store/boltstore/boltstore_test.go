@@ -1,0 +1,150 @@
+package boltstore_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/internal/store/boltstore"
+	"github.com/dairuntime/dair/internal/store/storetest"
+	"github.com/dairuntime/dair/messages"
+)
+
+func open(t testing.TB, path string, now func() time.Time, noSync bool) *boltstore.Store {
+	t.Helper()
+	st, err := boltstore.Open(boltstore.Options{Path: path, Now: now, NoSync: noSync})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return st
+}
+
+func TestStore_Contract(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, now func() time.Time) store.Store {
+		return open(t, filepath.Join(t.TempDir(), "dair.db"), now, true)
+	})
+}
+
+func TestStore_Contract_fsync(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fsync contract run skipped in -short mode")
+	}
+	storetest.Run(t, func(t *testing.T, now func() time.Time) store.Store {
+		return open(t, filepath.Join(t.TempDir(), "dair.db"), now, false)
+	})
+}
+
+func TestStore_Open_reopen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "sub", "dair.db")
+	st, err := boltstore.Open(boltstore.Options{Path: path})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	if _, _, err := st.CreateRun(ctx, &messages.SharedRun{SharedRunId: "r1", TenantId: "t1", IdempotencyKey: "k"}); err != nil {
+		t.Fatalf("create run: %v", err)
+	}
+	if err := st.CreateExecution(ctx, &messages.Execution{ExecutionId: "x1", SharedRunId: "r1", Epoch: 1,
+		Status: messages.RunRunning, RuntimeInstanceId: "i1"}); err != nil {
+		t.Fatalf("create execution: %v", err)
+	}
+	errs, err := st.CommitSteps(ctx, []store.StepCommit{{ExecutionID: "x1", Epoch: 1,
+		Step:   &messages.StepState{StepId: "a", Status: messages.StepSucceeded},
+		Ledger: []*messages.LedgerEntry{{Kind: messages.KindStepSucceeded}}}})
+	if err != nil || errs[0] != nil {
+		t.Fatalf("commit: %v %v", err, errs)
+	}
+	if err := st.Enqueue(ctx, "r1"); err != nil {
+		t.Fatalf("enqueue: %v", err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+	if err := st.Enqueue(ctx, "r2"); !errors.Is(err, boltstore.ErrClosed) {
+		t.Fatalf("enqueue after close = %v, want ErrClosed", err)
+	}
+
+	st = open(t, path, nil, false)
+	tests := []struct {
+		name  string
+		check func() error
+	}{
+		{"run", func() error { _, err := st.GetRun(ctx, "r1"); return err }},
+		{"idempotency", func() error {
+			r, created, err := st.CreateRun(ctx, &messages.SharedRun{SharedRunId: "r2", TenantId: "t1", IdempotencyKey: "k"})
+			if err == nil && (created || r.GetSharedRunId() != "r1") {
+				err = errors.New("idempotency key lost")
+			}
+			return err
+		}},
+		{"steps", func() error {
+			_, steps, err := st.GetExecution(ctx, "x1")
+			if err == nil && len(steps) != 1 {
+				err = errors.New("step lost")
+			}
+			return err
+		}},
+		{"ledger", func() error {
+			l, err := st.ReadLedger(ctx, "r1", 0, 0)
+			if err == nil && (len(l) != 1 || l[0].GetSeq() != 1) {
+				err = errors.New("ledger lost")
+			}
+			return err
+		}},
+		{"index", func() error {
+			xs, err := st.ListExecutionsByInstance(ctx, "i1")
+			if err == nil && len(xs) != 1 {
+				err = errors.New("instance index lost")
+			}
+			return err
+		}},
+		{"queue", func() error {
+			p, _, err := st.QueueDepth(ctx)
+			if err == nil && p != 1 {
+				err = errors.New("queue lost")
+			}
+			return err
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.check(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestStore_Open_locked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "dair.db")
+	open(t, path, nil, true)
+	_, err := boltstore.Open(boltstore.Options{Path: path})
+	if !errors.Is(err, boltstore.ErrLocked) {
+		t.Fatalf("second open = %v, want ErrLocked", err)
+	}
+}
+
+func TestStore_Open_emptyPath(t *testing.T) {
+	if _, err := boltstore.Open(boltstore.Options{}); err == nil {
+		t.Fatal("open with empty path succeeded")
+	}
+}
+
+func BenchmarkCommitSteps(b *testing.B) {
+	storetest.BenchCommit(b, open(b, filepath.Join(b.TempDir(), "dair.db"), nil, false))
+}
+
+func BenchmarkCommitSteps_noSync(b *testing.B) {
+	storetest.BenchCommit(b, open(b, filepath.Join(b.TempDir(), "dair.db"), nil, true))
+}

@@ -1,0 +1,242 @@
+package boltstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/dairuntime/dair/internal/store"
+)
+
+// queueItem is the state of one queue entry: pending at seq, or claimed until deadline.
+type queueItem struct {
+	claimed  bool
+	at       int64 // pending: sequence; claimed: deadline (ns)
+	token    string
+	indexKey []byte // key in queue_pending or queue_claims
+}
+
+func (q queueItem) encode() []byte {
+	b := make([]byte, 0, 9+len(q.token))
+	if q.claimed {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	b = append(b, orderedTime(q.at)...)
+	return append(b, q.token...)
+}
+
+func decodeQueueItem(runID string, v []byte) (queueItem, error) {
+	if len(v) < 9 {
+		return queueItem{}, fmt.Errorf("decode queue item %s: short value", runID)
+	}
+	q := queueItem{claimed: v[0] == 1, at: decodeTime(v[1:9]), token: string(v[9:])}
+	q.indexKey = concat(v[1:9], []byte(runID))
+	return q, nil
+}
+
+// makePending puts runID at the tail of the pending order.
+func makePending(tx *bolt.Tx, runID string) error {
+	pending := tx.Bucket(bQueuePending)
+	seq, err := pending.NextSequence()
+	if err != nil {
+		return fmt.Errorf("queue sequence: %w", err)
+	}
+	q := queueItem{at: int64(seq)}
+	if err := tx.Bucket(bQueueItems).Put([]byte(runID), q.encode()); err != nil {
+		return fmt.Errorf("enqueue %s: %w", runID, err)
+	}
+	if err := pending.Put(concat(orderedTime(q.at), []byte(runID)), nil); err != nil {
+		return fmt.Errorf("enqueue %s: %w", runID, err)
+	}
+	return nil
+}
+
+// loadQueueItem returns the item of runID, or ok=false.
+func loadQueueItem(tx *bolt.Tx, runID string) (queueItem, bool, error) {
+	v := tx.Bucket(bQueueItems).Get([]byte(runID))
+	if v == nil {
+		return queueItem{}, false, nil
+	}
+	q, err := decodeQueueItem(runID, v)
+	return q, err == nil, err
+}
+
+// unindex removes the item's pending or claim index entry.
+func unindex(tx *bolt.Tx, q queueItem) error {
+	b := bQueuePending
+	if q.claimed {
+		b = bQueueClaims
+	}
+	if err := tx.Bucket(b).Delete(q.indexKey); err != nil {
+		return fmt.Errorf("unindex queue item: %w", err)
+	}
+	return nil
+}
+
+func newToken() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("claim token: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// Enqueue makes runID pending; a pending or claimed run is left alone.
+func (s *Store) Enqueue(ctx context.Context, runID string) error {
+	if runID == "" {
+		return errors.New("boltstore: enqueue: empty run id")
+	}
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		if tx.Bucket(bQueueItems).Get([]byte(runID)) != nil {
+			return nil
+		}
+		return makePending(tx, runID)
+	})
+	return wrap("enqueue", runID, err)
+}
+
+// Claim reclaims timed-out claims, then claims up to max oldest pending items for visibility.
+func (s *Store) Claim(ctx context.Context, pumpID string, max int, visibility time.Duration) ([]store.Claim, error) {
+	if max <= 0 {
+		return []store.Claim{}, nil
+	}
+	// Most polls find nothing: answer those from a read transaction without a write.
+	now := s.nowNanos()
+	idle := true
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		if k, _ := tx.Bucket(bQueuePending).Cursor().First(); k != nil {
+			idle = false
+		}
+		if k, _ := tx.Bucket(bQueueClaims).Cursor().First(); k != nil && decodeTime(k) <= now {
+			idle = false
+		}
+		return nil
+	})
+	if err != nil || idle {
+		return []store.Claim{}, wrap("claim", pumpID, err)
+	}
+	var out []store.Claim
+	err = s.update(ctx, func(tx *bolt.Tx) error {
+		out = []store.Claim{}
+		now := s.nowNanos()
+		if err := reclaimExpired(tx, now); err != nil {
+			return err
+		}
+		var runIDs []string
+		c := tx.Bucket(bQueuePending).Cursor()
+		for k, _ := c.First(); k != nil && len(runIDs) < max; k, _ = c.Next() {
+			runIDs = append(runIDs, string(k[8:]))
+		}
+		for _, runID := range runIDs {
+			q, ok, err := loadQueueItem(tx, runID)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			if err := unindex(tx, q); err != nil {
+				return err
+			}
+			token, err := newToken()
+			if err != nil {
+				return err
+			}
+			q = queueItem{claimed: true, at: deadline(now, visibility), token: token}
+			if err := tx.Bucket(bQueueItems).Put([]byte(runID), q.encode()); err != nil {
+				return fmt.Errorf("claim %s: %w", runID, err)
+			}
+			if err := tx.Bucket(bQueueClaims).Put(concat(orderedTime(q.at), []byte(runID)), nil); err != nil {
+				return fmt.Errorf("claim %s: %w", runID, err)
+			}
+			out = append(out, store.Claim{RunID: runID, Token: token})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("claim", pumpID, err)
+	}
+	return out, nil
+}
+
+// reclaimExpired makes every claim whose deadline is not after now pending again.
+func reclaimExpired(tx *bolt.Tx, now int64) error {
+	claims := tx.Bucket(bQueueClaims)
+	var expired [][]byte
+	c := claims.Cursor()
+	for k, _ := c.First(); k != nil && decodeTime(k) <= now; k, _ = c.Next() {
+		expired = append(expired, concat(nil, k))
+	}
+	for _, k := range expired {
+		if err := claims.Delete(k); err != nil {
+			return fmt.Errorf("reclaim: %w", err)
+		}
+		if err := makePending(tx, string(k[8:])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkClaim loads c's item and returns ErrClaimLost unless c.Token holds it.
+func checkClaim(tx *bolt.Tx, c store.Claim) (queueItem, error) {
+	q, ok, err := loadQueueItem(tx, c.RunID)
+	if err != nil {
+		return q, err
+	}
+	if !ok || !q.claimed || q.token != c.Token {
+		return q, fmt.Errorf("boltstore: claim %s: %w", c.RunID, store.ErrClaimLost)
+	}
+	return q, nil
+}
+
+// Ack removes c's item, or returns store.ErrClaimLost.
+func (s *Store) Ack(ctx context.Context, c store.Claim) error {
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		q, err := checkClaim(tx, c)
+		if err != nil {
+			return err
+		}
+		if err := unindex(tx, q); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bQueueItems).Delete([]byte(c.RunID)); err != nil {
+			return fmt.Errorf("ack %s: %w", c.RunID, err)
+		}
+		return nil
+	})
+	return wrap("ack", c.RunID, err)
+}
+
+// Release makes c's item pending again at the tail, or returns store.ErrClaimLost.
+func (s *Store) Release(ctx context.Context, c store.Claim) error {
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		q, err := checkClaim(tx, c)
+		if err != nil {
+			return err
+		}
+		if err := unindex(tx, q); err != nil {
+			return err
+		}
+		return makePending(tx, c.RunID)
+	})
+	return wrap("release", c.RunID, err)
+}
+
+// QueueDepth returns the pending and claimed counts.
+func (s *Store) QueueDepth(ctx context.Context) (int64, int64, error) {
+	var pending, claimed int64
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		pending = int64(tx.Bucket(bQueuePending).Stats().KeyN)
+		claimed = int64(tx.Bucket(bQueueClaims).Stats().KeyN)
+		return nil
+	})
+	return pending, claimed, wrap("queue depth", "", err)
+}

@@ -1,0 +1,175 @@
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/messages"
+)
+
+// defaultRunLimit is ListRuns' cap when the filter sets none.
+const defaultRunLimit = 1000
+
+// createdKey is the runs_created index key: newest first, then id.
+func createdKey(r *messages.SharedRun) []byte {
+	t := orderedTime(r.GetCreatedAt())
+	for i := range t {
+		t[i] = ^t[i]
+	}
+	return concat(t, []byte(r.GetSharedRunId()))
+}
+
+// CreateRun stores run (see store.Runs). It blocks until durable.
+func (s *Store) CreateRun(ctx context.Context, run *messages.SharedRun) (*messages.SharedRun, bool, error) {
+	id := run.GetSharedRunId()
+	if id == "" {
+		return nil, false, fmt.Errorf("boltstore: create run: empty id")
+	}
+	var out *messages.SharedRun
+	var created bool
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		out, created = nil, false
+		var idem []byte
+		if run.GetIdempotencyKey() != "" {
+			idem = key(run.GetTenantId(), run.GetIdempotencyKey())
+			if existing := tx.Bucket(bRunsIdem).Get(idem); existing != nil {
+				r := &messages.SharedRun{}
+				ok, err := get(tx, bRuns, existing, r)
+				if err != nil {
+					return err
+				}
+				if ok {
+					out = r
+					return nil
+				}
+			}
+		}
+		if tx.Bucket(bRuns).Get([]byte(id)) != nil {
+			return fmt.Errorf("boltstore: create run %s: %w", id, store.ErrExists)
+		}
+		r := proto.Clone(run).(*messages.SharedRun)
+		now := s.nowNanos()
+		if r.CreatedAt == 0 {
+			r.CreatedAt = now
+		}
+		if r.UpdatedAt == 0 {
+			r.UpdatedAt = now
+		}
+		if err := put(tx, bRuns, []byte(id), r); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bRunsCreated).Put(createdKey(r), nil); err != nil {
+			return fmt.Errorf("index run %s: %w", id, err)
+		}
+		if idem != nil {
+			if err := tx.Bucket(bRunsIdem).Put(idem, []byte(id)); err != nil {
+				return fmt.Errorf("index run %s: %w", id, err)
+			}
+		}
+		out, created = r, true
+		return nil
+	})
+	if err != nil {
+		return nil, false, wrap("create run", id, err)
+	}
+	return out, created, nil
+}
+
+// GetRun returns the run or store.ErrNotFound.
+func (s *Store) GetRun(ctx context.Context, id string) (*messages.SharedRun, error) {
+	r := &messages.SharedRun{}
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		ok, err := get(tx, bRuns, []byte(id), r)
+		if err == nil && !ok {
+			err = fmt.Errorf("boltstore: get run %s: %w", id, store.ErrNotFound)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, wrap("get run", id, err)
+	}
+	return r, nil
+}
+
+// UpdateRun applies fn in one write transaction and sets UpdatedAt. fn may run more than once.
+func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*messages.SharedRun) error) (*messages.SharedRun, error) {
+	var out *messages.SharedRun
+	var fnErr error
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		out, fnErr = nil, nil
+		r := &messages.SharedRun{}
+		ok, err := get(tx, bRuns, []byte(id), r)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("boltstore: update run %s: %w", id, store.ErrNotFound)
+		}
+		oldIdx := createdKey(r)
+		if err := fn(r); err != nil {
+			fnErr = err
+			return err
+		}
+		r.SharedRunId = id
+		r.UpdatedAt = s.nowNanos()
+		if newIdx := createdKey(r); !bytes.Equal(oldIdx, newIdx) {
+			idx := tx.Bucket(bRunsCreated)
+			if err := idx.Delete(oldIdx); err != nil {
+				return fmt.Errorf("reindex run %s: %w", id, err)
+			}
+			if err := idx.Put(newIdx, nil); err != nil {
+				return fmt.Errorf("reindex run %s: %w", id, err)
+			}
+		}
+		if err := put(tx, bRuns, []byte(id), r); err != nil {
+			return err
+		}
+		out = r
+		return nil
+	})
+	if fnErr != nil && err == fnErr {
+		return nil, err
+	}
+	if err != nil {
+		return nil, wrap("update run", id, err)
+	}
+	return out, nil
+}
+
+// ListRuns returns runs matching f, newest first (CreatedAt desc, then id asc).
+func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*messages.SharedRun, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = defaultRunLimit
+	}
+	out := []*messages.SharedRun{}
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		runs := tx.Bucket(bRuns)
+		c := tx.Bucket(bRunsCreated).Cursor()
+		for k, _ := c.First(); k != nil && len(out) < limit; k, _ = c.Next() {
+			id := k[8:]
+			v := runs.Get(id)
+			if v == nil {
+				continue
+			}
+			r := &messages.SharedRun{}
+			if err := proto.Unmarshal(v, r); err != nil {
+				return fmt.Errorf("decode run %s: %w", id, err)
+			}
+			if (f.TenantID != "" && r.GetTenantId() != f.TenantID) || (f.Status != "" && r.GetStatus() != f.Status) {
+				continue
+			}
+			out = append(out, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("list runs", "", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,243 @@
+package boltstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/dairuntime/dair/internal/store"
+)
+
+// Sentinel errors of the bolt backend (the store package's sentinels are used for the contract).
+var (
+	// ErrLocked is returned by Open when another process holds the file.
+	ErrLocked = errors.New("boltstore: database is locked by another process")
+	// ErrClosed is returned by writes made after Close.
+	ErrClosed = errors.New("boltstore: closed")
+)
+
+// lockTimeout bounds how long Open waits for the file lock.
+const lockTimeout = time.Second
+
+// maxGroup caps the number of write requests coalesced into one transaction.
+const maxGroup = 256
+
+// Bucket names, one per concern plus indexes.
+var (
+	bRuns          = []byte("runs")           // id -> SharedRun
+	bRunsIdem      = []byte("runs_idem")      // tenant \0 key -> id
+	bRunsCreated   = []byte("runs_created")   // ^createdAt \0.. id -> nil (newest first)
+	bQueueItems    = []byte("queue_items")    // runID -> queueItem
+	bQueuePending  = []byte("queue_pending")  // seq + runID -> nil
+	bQueueClaims   = []byte("queue_claims")   // deadline + runID -> nil
+	bInstances     = []byte("instances")      // id -> deadline + CapacityDescriptor
+	bReservations  = []byte("reservations")   // instance \0 run -> deadline
+	bExecutions    = []byte("executions")     // id -> Execution
+	bSteps         = []byte("steps")          // exec \0 step -> StepState
+	bExecByInst    = []byte("exec_by_inst")   // instance \0 exec -> nil (non-terminal only)
+	bLedger        = []byte("ledger")         // run \0 seq -> LedgerEntry
+	bLedgerSeq     = []byte("ledger_seq")     // run -> last seq
+	bTenants       = []byte("tenants")        // id -> TenantSettings
+	bScaleOuts     = []byte("scaleouts")      // id -> ScaleOutRequest
+	bPipelines     = []byte("pipelines")      // key \0 hash -> PipelineVersion
+	bPipelinesLast = []byte("pipelines_last") // key -> hash
+	bUsage         = []byte("usage")          // at + seq -> UsageEvent
+	bLeases        = []byte("leases")         // name -> deadline + holder
+)
+
+var allBuckets = [][]byte{bRuns, bRunsIdem, bRunsCreated, bQueueItems, bQueuePending, bQueueClaims,
+	bInstances, bReservations, bExecutions, bSteps, bExecByInst, bLedger, bLedgerSeq, bTenants,
+	bScaleOuts, bPipelines, bPipelinesLast, bUsage, bLeases}
+
+// Options configures Open.
+type Options struct {
+	// Path is the database file; its parent directory is created. Required.
+	Path string
+	// Now is the clock for every timestamp and expiry decision. Default time.Now.
+	Now func() time.Time
+	// NoSync skips fsync on commit. Only for tests and benchmarks; default false.
+	NoSync bool
+}
+
+// Store is the bbolt-backed store.Store. It is safe for concurrent use within one process.
+type Store struct {
+	db  *bolt.DB
+	now func() time.Time
+
+	writes    chan writeReq
+	stop      chan struct{}
+	stopped   chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ store.Store = (*Store)(nil)
+
+// writeReq is one write handed to the owner goroutine. fn may run more than once (after a
+// sibling in its group failed) and must reset any result it records.
+type writeReq struct {
+	fn   func(tx *bolt.Tx) error
+	done chan error
+}
+
+// Open opens or creates the database at opts.Path and starts its writer goroutine. It blocks
+// up to one second for the file lock and returns ErrLocked when another process holds it.
+func Open(opts Options) (*Store, error) {
+	if opts.Path == "" {
+		return nil, errors.New("boltstore: open: empty path")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if err := os.MkdirAll(filepath.Dir(opts.Path), 0o755); err != nil {
+		return nil, fmt.Errorf("boltstore: create dir: %w", err)
+	}
+	db, err := bolt.Open(opts.Path, 0o600, &bolt.Options{Timeout: lockTimeout, NoSync: opts.NoSync,
+		FreelistType: bolt.FreelistMapType})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("boltstore: open %s: %w", opts.Path, ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("boltstore: open %s: %w", opts.Path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("bucket %s: %w", name, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("boltstore: init %s: %w", opts.Path, err), db.Close())
+	}
+	s := &Store{db: db, now: opts.Now, writes: make(chan writeReq), stop: make(chan struct{}),
+		stopped: make(chan struct{})}
+	go s.writeLoop()
+	return s, nil
+}
+
+// Close stops the writer goroutine and closes the file. It is idempotent; writes after Close
+// return ErrClosed.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		<-s.stopped
+		if err := s.db.Close(); err != nil {
+			s.closeErr = fmt.Errorf("boltstore: close: %w", err)
+		}
+	})
+	return s.closeErr
+}
+
+// writeLoop is the owner goroutine: it takes one write, gathers every write already waiting,
+// and commits them in one transaction.
+func (s *Store) writeLoop() {
+	defer close(s.stopped)
+	group := make([]writeReq, 0, maxGroup)
+	for {
+		select {
+		case <-s.stop:
+			return
+		case req := <-s.writes:
+			group = append(group[:0], req)
+		gather:
+			for len(group) < maxGroup {
+				select {
+				case r := <-s.writes:
+					group = append(group, r)
+				default:
+					break gather
+				}
+			}
+			s.commitGroup(group)
+		}
+	}
+}
+
+// errSibling aborts a group transaction when one of its writes failed.
+var errSibling = errors.New("boltstore: write in group failed")
+
+// commitGroup runs every write of group in one transaction. When one write fails, the group is
+// rolled back and each write runs again in its own transaction, so a failure stays private.
+func (s *Store) commitGroup(group []writeReq) {
+	if len(group) > 1 {
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			for _, r := range group {
+				if err := r.fn(tx); err != nil {
+					return errSibling
+				}
+			}
+			return nil
+		})
+		if !errors.Is(err, errSibling) {
+			for _, r := range group {
+				r.done <- err
+			}
+			return
+		}
+	}
+	for _, r := range group {
+		r.done <- s.db.Update(r.fn)
+	}
+}
+
+// update runs fn in a write transaction (possibly shared with other writers). It blocks until
+// the transaction committed or failed.
+func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	req := writeReq{fn: fn, done: make(chan error, 1)}
+	select {
+	case s.writes <- req:
+	case <-s.stop:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return <-req.done
+}
+
+// view runs fn in a read transaction.
+func (s *Store) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.db.View(fn)
+}
+
+// nowNanos returns the clock as Unix nanoseconds.
+func (s *Store) nowNanos() int64 { return s.now().UnixNano() }
+
+// get unmarshals the value at key of bucket into m; it reports false when absent.
+func get(tx *bolt.Tx, bucket, key []byte, m proto.Message) (bool, error) {
+	v := tx.Bucket(bucket).Get(key)
+	if v == nil {
+		return false, nil
+	}
+	if err := proto.Unmarshal(v, m); err != nil {
+		return false, fmt.Errorf("decode %s/%s: %w", bucket, key, err)
+	}
+	return true, nil
+}
+
+// put marshals m under key of bucket.
+func put(tx *bolt.Tx, bucket, key []byte, m proto.Message) error {
+	v, err := proto.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode %s/%s: %w", bucket, key, err)
+	}
+	if err := tx.Bucket(bucket).Put(key, v); err != nil {
+		return fmt.Errorf("put %s/%s: %w", bucket, key, err)
+	}
+	return nil
+}

@@ -1,0 +1,195 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/messages"
+)
+
+var runTests = []contractTest{
+	{"CreateRun_setsTimestamps", testCreateRunTimestamps},
+	{"CreateRun_duplicateID", testCreateRunDuplicate},
+	{"CreateRun_idempotent", testCreateRunIdempotent},
+	{"GetRun_notFound", testGetRunNotFound},
+	{"GetRun_freshCopy", testGetRunFreshCopy},
+	{"UpdateRun_applies", testUpdateRunApplies},
+	{"UpdateRun_fnError", testUpdateRunFnError},
+	{"UpdateRun_notFound", testUpdateRunNotFound},
+	{"UpdateRun_concurrent", testUpdateRunConcurrent},
+	{"ListRuns_orderAndFilter", testListRunsOrderAndFilter},
+}
+
+func run(id, tenant string) *messages.SharedRun {
+	return &messages.SharedRun{SharedRunId: id, TenantId: tenant, Status: messages.RunQueued, Pipeline: "p"}
+}
+
+func testCreateRunTimestamps(t *testing.T, e *env) {
+	got, created, err := e.st.CreateRun(e.ctx, run("r1", "t1"))
+	noErr(t, err)
+	equal(t, "created", created, true)
+	equal(t, "CreatedAt", got.GetCreatedAt(), epoch.UnixNano())
+	equal(t, "UpdatedAt", got.GetUpdatedAt(), epoch.UnixNano())
+
+	r := run("r2", "t1")
+	r.CreatedAt, r.UpdatedAt = 7, 8
+	_, _, err = e.st.CreateRun(e.ctx, r)
+	noErr(t, err)
+	stored, err := e.st.GetRun(e.ctx, "r2")
+	noErr(t, err)
+	equal(t, "kept CreatedAt", stored.GetCreatedAt(), int64(7))
+	equal(t, "kept UpdatedAt", stored.GetUpdatedAt(), int64(8))
+	equal(t, "Pipeline", stored.GetPipeline(), "p")
+}
+
+func testCreateRunDuplicate(t *testing.T, e *env) {
+	_, _, err := e.st.CreateRun(e.ctx, run("r1", "t1"))
+	noErr(t, err)
+	_, _, err = e.st.CreateRun(e.ctx, run("r1", "t2"))
+	isErr(t, err, store.ErrExists)
+}
+
+func testCreateRunIdempotent(t *testing.T, e *env) {
+	a := run("a", "t1")
+	a.IdempotencyKey = "k"
+	_, created, err := e.st.CreateRun(e.ctx, a)
+	noErr(t, err)
+	equal(t, "first created", created, true)
+
+	b := run("b", "t1")
+	b.IdempotencyKey = "k"
+	got, created, err := e.st.CreateRun(e.ctx, b)
+	noErr(t, err)
+	equal(t, "second created", created, false)
+	equal(t, "existing id", got.GetSharedRunId(), "a")
+	_, err = e.st.GetRun(e.ctx, "b")
+	isErr(t, err, store.ErrNotFound)
+
+	// The key is scoped by tenant.
+	c := run("c", "t2")
+	c.IdempotencyKey = "k"
+	got, created, err = e.st.CreateRun(e.ctx, c)
+	noErr(t, err)
+	equal(t, "other tenant created", created, true)
+	equal(t, "other tenant id", got.GetSharedRunId(), "c")
+}
+
+func testGetRunNotFound(t *testing.T, e *env) {
+	_, err := e.st.GetRun(e.ctx, "missing")
+	isErr(t, err, store.ErrNotFound)
+}
+
+func testGetRunFreshCopy(t *testing.T, e *env) {
+	in := run("r1", "t1")
+	_, _, err := e.st.CreateRun(e.ctx, in)
+	noErr(t, err)
+	in.Status = messages.RunFailed // the store must not retain the caller's message
+	got, err := e.st.GetRun(e.ctx, "r1")
+	noErr(t, err)
+	equal(t, "status", got.GetStatus(), messages.RunQueued)
+	got.Status = messages.RunCancelled
+	again, err := e.st.GetRun(e.ctx, "r1")
+	noErr(t, err)
+	equal(t, "status after mutating copy", again.GetStatus(), messages.RunQueued)
+}
+
+func testUpdateRunApplies(t *testing.T, e *env) {
+	_, _, err := e.st.CreateRun(e.ctx, run("r1", "t1"))
+	noErr(t, err)
+	e.clock.Advance(time.Second)
+	got, err := e.st.UpdateRun(e.ctx, "r1", func(r *messages.SharedRun) error {
+		r.Status = messages.RunRunning
+		r.AssignedRuntimeInstanceId = "i1"
+		return nil
+	})
+	noErr(t, err)
+	equal(t, "returned status", got.GetStatus(), messages.RunRunning)
+	equal(t, "UpdatedAt", got.GetUpdatedAt(), epoch.Add(time.Second).UnixNano())
+	stored, err := e.st.GetRun(e.ctx, "r1")
+	noErr(t, err)
+	equal(t, "stored status", stored.GetStatus(), messages.RunRunning)
+	equal(t, "stored instance", stored.GetAssignedRuntimeInstanceId(), "i1")
+	equal(t, "stored UpdatedAt", stored.GetUpdatedAt(), epoch.Add(time.Second).UnixNano())
+	equal(t, "stored CreatedAt", stored.GetCreatedAt(), epoch.UnixNano())
+}
+
+func testUpdateRunFnError(t *testing.T, e *env) {
+	_, _, err := e.st.CreateRun(e.ctx, run("r1", "t1"))
+	noErr(t, err)
+	boom := errors.New("boom")
+	_, err = e.st.UpdateRun(e.ctx, "r1", func(r *messages.SharedRun) error {
+		r.Status = messages.RunFailed
+		return boom
+	})
+	isErr(t, err, boom)
+	stored, err := e.st.GetRun(e.ctx, "r1")
+	noErr(t, err)
+	equal(t, "status unchanged", stored.GetStatus(), messages.RunQueued)
+}
+
+func testUpdateRunNotFound(t *testing.T, e *env) {
+	_, err := e.st.UpdateRun(e.ctx, "missing", func(*messages.SharedRun) error { return nil })
+	isErr(t, err, store.ErrNotFound)
+}
+
+func testUpdateRunConcurrent(t *testing.T, e *env) {
+	_, _, err := e.st.CreateRun(e.ctx, run("r1", "t1"))
+	noErr(t, err)
+	const n = 32
+	runConcurrently(t, n, func(int) error {
+		_, err := e.st.UpdateRun(e.ctx, "r1", func(r *messages.SharedRun) error {
+			r.Attempts++
+			return nil
+		})
+		return err
+	})
+	stored, err := e.st.GetRun(e.ctx, "r1")
+	noErr(t, err)
+	equal(t, "attempts", stored.GetAttempts(), int32(n))
+}
+
+func testListRunsOrderAndFilter(t *testing.T, e *env) {
+	// r0 is oldest; runs alternate tenants; r3 is running.
+	for i := range 5 {
+		r := run(fmt.Sprintf("r%d", i), []string{"t1", "t2"}[i%2])
+		if i == 3 {
+			r.Status = messages.RunRunning
+		}
+		_, _, err := e.st.CreateRun(e.ctx, r)
+		noErr(t, err)
+		e.clock.Advance(time.Second)
+	}
+	runID := func(r *messages.SharedRun) string { return r.GetSharedRunId() }
+	tests := []struct {
+		name string
+		f    store.RunFilter
+		want []string
+	}{
+		{"all", store.RunFilter{}, []string{"r4", "r3", "r2", "r1", "r0"}},
+		{"tenant", store.RunFilter{TenantID: "t1"}, []string{"r4", "r2", "r0"}},
+		{"status", store.RunFilter{Status: messages.RunRunning}, []string{"r3"}},
+		{"tenantAndStatus", store.RunFilter{TenantID: "t1", Status: messages.RunQueued}, []string{"r4", "r2", "r0"}},
+		{"limit", store.RunFilter{Limit: 2}, []string{"r4", "r3"}},
+		{"limitFiltered", store.RunFilter{TenantID: "t2", Limit: 1}, []string{"r3"}},
+		{"none", store.RunFilter{TenantID: "t9"}, []string{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := e.st.ListRuns(e.ctx, tc.f)
+			noErr(t, err)
+			equalIDs(t, "runs", ids(got, runID), tc.want)
+		})
+	}
+	// A status change made through UpdateRun is visible to the filter.
+	_, err := e.st.UpdateRun(e.ctx, "r0", func(r *messages.SharedRun) error {
+		r.Status = messages.RunRunning
+		return nil
+	})
+	noErr(t, err)
+	got, err := e.st.ListRuns(e.ctx, store.RunFilter{Status: messages.RunRunning})
+	noErr(t, err)
+	equalIDs(t, "running after update", ids(got, runID), []string{"r3", "r0"})
+}
