@@ -1,0 +1,147 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/dairuntime/dair/internal/store"
+)
+
+// committer batches fenced step commits from every execution of a node into few store calls.
+// Commits of one execution always go to the same shard and are written in submission order,
+// so a step's "started" record precedes its "succeeded" record. A transport failure (store
+// down) is retried with backoff until the store answers again: the node stays up and loses
+// nothing that was submitted.
+type committer struct {
+	st       store.Store
+	log      *zap.Logger
+	hub      *Hub
+	shards   []chan commitReq
+	maxBatch int
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// commitReq is one commit and the callback that receives its outcome (called from a committer
+// goroutine; it must not block).
+type commitReq struct {
+	c    store.StepCommit
+	run  string
+	done func(error)
+}
+
+func newCommitter(st store.Store, log *zap.Logger, hub *Hub, shards, maxBatch int) *committer {
+	if shards <= 0 {
+		shards = 4
+	}
+	if maxBatch <= 0 {
+		maxBatch = 256
+	}
+	c := &committer{st: st, log: log, hub: hub, maxBatch: maxBatch, stop: make(chan struct{})}
+	for i := 0; i < shards; i++ {
+		ch := make(chan commitReq, 4096)
+		c.shards = append(c.shards, ch)
+		c.wg.Add(1)
+		go c.loop(ch)
+	}
+	return c
+}
+
+// submit hands a commit to its shard. It blocks only while the shard's buffer is full, and
+// reports false after close.
+func (c *committer) submit(r commitReq) bool {
+	h := fnv.New32a()
+	if _, err := h.Write([]byte(r.c.ExecutionID)); err != nil {
+		return false
+	}
+	ch := c.shards[int(h.Sum32()%uint32(len(c.shards)))]
+	select {
+	case ch <- r:
+		return true
+	case <-c.stop:
+		return false
+	}
+}
+
+func (c *committer) close() {
+	select {
+	case <-c.stop:
+	default:
+		close(c.stop)
+	}
+	c.wg.Wait()
+}
+
+func (c *committer) loop(ch chan commitReq) {
+	defer c.wg.Done()
+	batch := make([]commitReq, 0, c.maxBatch)
+	for {
+		select {
+		case r := <-ch:
+			batch = append(batch[:0], r)
+		case <-c.stop:
+			return
+		}
+	fill:
+		for len(batch) < c.maxBatch {
+			select {
+			case r := <-ch:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		c.write(batch)
+	}
+}
+
+// write commits one batch, retrying transport failures until the store answers or the
+// committer closes. Retried batches may find a success already applied: the store reports
+// ErrAlreadyCommitted, which the caller treats as committed.
+func (c *committer) write(batch []commitReq) {
+	commits := make([]store.StepCommit, len(batch))
+	for i, r := range batch {
+		commits[i] = r.c
+	}
+	backoff := 50 * time.Millisecond
+	retried := false
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		errs, err := c.st.CommitSteps(ctx, commits)
+		cancel()
+		if err == nil {
+			for i, r := range batch {
+				e := errs[i]
+				if retried && errors.Is(e, store.ErrAlreadyCommitted) {
+					e = nil
+				}
+				r.done(e)
+				if c.hub != nil {
+					c.hub.Notify(r.run)
+				}
+			}
+			return
+		}
+		c.log.Warn("commit batch failed; retrying", zap.Int("commits", len(batch)), zap.Error(err), zap.Duration("backoff", backoff))
+		retried = true
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-c.stop:
+			t.Stop()
+			for _, r := range batch {
+				r.done(err)
+			}
+			return
+		}
+		if backoff < 2*time.Second {
+			backoff *= 2
+		}
+	}
+}

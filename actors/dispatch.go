@@ -1,0 +1,348 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/dairuntime/dair/internal/admission"
+	"github.com/dairuntime/dair/internal/ids"
+	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/internal/tenancy"
+	"github.com/dairuntime/dair/messages"
+	"github.com/dairuntime/dair/providers"
+)
+
+// outcome tells the pump what to do with a claimed queue item after one dispatch attempt.
+type outcome int
+
+const (
+	outcomeDone    outcome = iota // dispatched, parked for scale-out, rejected or already final: ack
+	outcomeRequeue                // stays queued (no capacity yet, dispatch failed): release
+)
+
+// maxDispatchAttempts bounds how often a run may fail provider dispatch before it fails.
+const maxDispatchAttempts = 20
+
+// core is the control plane's dispatch logic, shared by the pump, manual drain and direct
+// submit. It is goroutine-safe: all state is in the store.
+type core struct {
+	env       *env
+	providers *providers.Registry
+	// scaleOutCreated is called after a scale-out request is stored (wakes the scale-out
+	// supervisor); wakePump after a run is enqueued.
+	scaleOutCreated func(id string)
+	wakePump        func()
+}
+
+// tenantSettings returns the normalized settings of a tenant; an unknown tenant is Shared with
+// the runtime-instance prefix.
+func (c *core) tenantSettings(ctx context.Context, tenantID string) (*messages.TenantSettings, error) {
+	t, err := c.env.st.GetTenant(ctx, tenantID)
+	if errors.Is(err, store.ErrNotFound) {
+		return tenancy.Defaults(tenantID), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load tenant %s: %w", tenantID, err)
+	}
+	return tenancy.Normalize(t), nil
+}
+
+// dispatchRun runs admission for one queued run and carries out the decision.
+func (c *core) dispatchRun(ctx context.Context, runID, pumpID string) (outcome, error) {
+	e := c.env
+	run, err := e.st.GetRun(ctx, runID)
+	if errors.Is(err, store.ErrNotFound) {
+		return outcomeDone, nil
+	}
+	if err != nil {
+		return outcomeRequeue, fmt.Errorf("load run %s: %w", runID, err)
+	}
+	if run.Status != messages.RunQueued {
+		return outcomeDone, nil // already dispatched, parked or final: a stale queue entry
+	}
+	snap := run.Snapshot
+	if snap == nil || snap.TenantId == "" {
+		return outcomeDone, c.reject(ctx, run, "missing-execution-context")
+	}
+	t, err := c.tenantSettings(ctx, snap.TenantId)
+	if err != nil {
+		return outcomeRequeue, err
+	}
+	insts, err := e.st.ListInstances(ctx)
+	if err != nil {
+		return outcomeRequeue, fmt.Errorf("list instances: %w", err)
+	}
+	visible := tenancy.FilterVisible(insts, snap.TenantId, snap.TenantGroupId, t)
+	reserved := make(map[string]int, len(visible))
+	for _, d := range visible {
+		n, err := e.st.ReservationCount(ctx, d.RuntimeInstanceId)
+		if err != nil {
+			return outcomeRequeue, fmt.Errorf("count reservations: %w", err)
+		}
+		reserved[d.RuntimeInstanceId] = n
+	}
+	pending, err := c.pendingScaleOuts(ctx, t)
+	if err != nil {
+		return outcomeRequeue, err
+	}
+	exclude := map[string]bool{}
+	for try := 0; try < 3; try++ {
+		cands := insts[:0:0]
+		for _, d := range insts {
+			if !exclude[d.RuntimeInstanceId] {
+				cands = append(cands, d)
+			}
+		}
+		dec := admission.Decide(admission.Input{Snapshot: snap, Tenant: t, Instances: cands, Reserved: reserved,
+			PendingScaleOuts: pending, Now: e.now(), HeartbeatTimeout: e.cfg.HeartbeatTTL})
+		c.recordAdmission(ctx, run, dec)
+		switch dec.Kind {
+		case admission.AssignToInstance:
+			d := find(insts, dec.InstanceID)
+			ok, err := e.st.Reserve(ctx, d.RuntimeInstanceId, run.SharedRunId, int(d.MaxConcurrentRuns), e.cfg.ReservationTTL)
+			if err != nil {
+				return outcomeRequeue, fmt.Errorf("reserve %s: %w", d.RuntimeInstanceId, err)
+			}
+			e.ledger(ctx, &messages.LedgerEntry{Kind: messages.KindReservation, SharedRunId: run.SharedRunId, ExecutionId: run.ExecutionId,
+				RuntimeInstanceId: d.RuntimeInstanceId, TenantId: snap.TenantId, Reason: map[bool]string{true: "reserved", false: "no-free-slot"}[ok]})
+			if !ok {
+				exclude[d.RuntimeInstanceId] = true
+				continue
+			}
+			return c.deliver(ctx, run, d, pumpID)
+		case admission.QueueGlobally:
+			return outcomeRequeue, nil
+		case admission.RequestScaleOut:
+			return outcomeDone, c.requestScaleOut(ctx, run, t, dec.Reason)
+		default:
+			return outcomeDone, c.reject(ctx, run, dec.Reason)
+		}
+	}
+	return outcomeRequeue, nil
+}
+
+func find(insts []*messages.CapacityDescriptor, id string) *messages.CapacityDescriptor {
+	for _, d := range insts {
+		if d.RuntimeInstanceId == id {
+			return d
+		}
+	}
+	return nil
+}
+
+// recordAdmission writes the decision to the ledger (only candidates the tenant may see) and
+// the metrics.
+func (c *core) recordAdmission(ctx context.Context, run *messages.SharedRun, dec admission.Decision) {
+	var seen []map[string]any
+	for _, cd := range dec.Considered {
+		if cd.Visible {
+			seen = append(seen, map[string]any{"runtime_instance_id": cd.InstanceID, "eligible": cd.Eligible, "reason": cd.Reason})
+		}
+	}
+	c.env.metrics.admission(dec.Kind.String(), dec.Reason)
+	c.env.ledger(ctx, &messages.LedgerEntry{Kind: messages.KindAdmission, SharedRunId: run.SharedRunId, ExecutionId: run.ExecutionId,
+		RuntimeInstanceId: dec.InstanceID, TenantId: run.GetSnapshot().GetTenantId(), Reason: dec.Reason,
+		Data: mustJSON(map[string]any{"decision": dec.Kind.String(), "fallback": dec.Fallback, "candidates": seen})})
+}
+
+// deliver hands a reserved run to its instance through the provider router.
+func (c *core) deliver(ctx context.Context, run *messages.SharedRun, d *messages.CapacityDescriptor, pumpID string) (outcome, error) {
+	e := c.env
+	upd, err := e.st.UpdateRun(ctx, run.SharedRunId, func(r *messages.SharedRun) error {
+		if r.Status != messages.RunQueued {
+			return errNotQueued
+		}
+		r.Status = messages.RunDispatched
+		r.AssignedRuntimeInstanceId = d.RuntimeInstanceId
+		r.PumpRuntimeInstanceId = pumpID
+		r.Attempts++
+		return nil
+	})
+	if errors.Is(err, errNotQueued) {
+		c.release(d.RuntimeInstanceId, run.SharedRunId)
+		return outcomeDone, nil
+	}
+	if err != nil {
+		c.release(d.RuntimeInstanceId, run.SharedRunId)
+		return outcomeRequeue, fmt.Errorf("mark run dispatched: %w", err)
+	}
+	req := &messages.DispatchRequest{RuntimeInstanceId: d.RuntimeInstanceId, SharedRunId: upd.SharedRunId, PipelineKey: upd.Pipeline,
+		PipelineHash: upd.PipelineHash, Input: upd.Input, Snapshot: upd.Snapshot, ExecutionId: upd.ExecutionId,
+		CorrelationId: upd.CorrelationId, RequestedBy: upd.GetSnapshot().GetRequestedBy(), Source: "shared-queue", PumpRuntimeInstanceId: pumpID}
+	res := c.providers.Dispatch(ctx, d, req)
+	entry := &messages.LedgerEntry{SharedRunId: upd.SharedRunId, ExecutionId: upd.ExecutionId, RuntimeInstanceId: d.RuntimeInstanceId,
+		TenantId: upd.GetSnapshot().GetTenantId(), Reason: res.GetReason(),
+		Data: mustJSON(map[string]any{"provider": res.GetProvider(), "local_run_id": res.GetLocalRunId(), "pump_runtime_instance_id": pumpID, "retryable": res.GetRetryable()})}
+	if res.GetOk() {
+		entry.Kind = messages.KindDispatch
+		e.ledger(ctx, entry)
+		if res.LocalRunId != "" {
+			if _, err := e.st.UpdateRun(ctx, upd.SharedRunId, func(r *messages.SharedRun) error {
+				if r.LocalRunId == "" {
+					r.LocalRunId = res.LocalRunId
+				}
+				return nil
+			}); err != nil {
+				e.log.Warn("record local run id", zap.String("shared_run_id", upd.SharedRunId), zap.Error(err))
+			}
+		}
+		return outcomeDone, nil
+	}
+	entry.Kind = messages.KindDispatchFailed
+	e.ledger(ctx, entry)
+	c.release(d.RuntimeInstanceId, upd.SharedRunId)
+	if upd.Attempts >= maxDispatchAttempts {
+		return outcomeDone, c.reject(ctx, upd, "dispatch-attempts-exhausted: "+res.GetReason())
+	}
+	if _, err := e.st.UpdateRun(ctx, upd.SharedRunId, func(r *messages.SharedRun) error {
+		if r.Status == messages.RunDispatched {
+			r.Status = messages.RunQueued
+			r.FailureReason = res.GetReason()
+		}
+		return nil
+	}); err != nil {
+		return outcomeRequeue, fmt.Errorf("requeue run after dispatch failure: %w", err)
+	}
+	return outcomeRequeue, nil
+}
+
+var errNotQueued = errors.New("actors: run is no longer queued")
+
+func (c *core) release(instanceID, runID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.env.st.ReleaseReservation(ctx, instanceID, runID); err != nil {
+		c.env.log.Warn("release reservation", zap.String("runtime_instance_id", instanceID), zap.Error(err))
+	}
+}
+
+// pendingScaleOuts counts unfinished scale-out requests of t's scope.
+func (c *core) pendingScaleOuts(ctx context.Context, t *messages.TenantSettings) (int, error) {
+	reqs, err := c.env.st.ListScaleOuts(ctx, messages.ScaleOutPending, messages.ScaleOutProvisioning, messages.ScaleOutFailed)
+	if err != nil {
+		return 0, fmt.Errorf("list scale-outs: %w", err)
+	}
+	// A request that failed recently still counts for a cooldown, so a failing provider is not
+	// asked again by every pump cycle.
+	cooldown := c.env.now().Add(-c.env.cfg.ScaleOutCooldown).UnixNano()
+	n := 0
+	for _, r := range reqs {
+		if r.Status == messages.ScaleOutFailed && r.UpdatedAt < cooldown {
+			continue
+		}
+		if sameScope(r.Settings, t) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// sameScope reports whether two settings name the same tenant runtime scope (tenant id +
+// tenant group id + prefix); shared tenants share one scope per prefix.
+func sameScope(a, b *messages.TenantSettings) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	if a.RuntimeInstanceIdPrefix != b.RuntimeInstanceIdPrefix {
+		return false
+	}
+	if a.IsolationMode == messages.IsolationShared && b.IsolationMode == messages.IsolationShared {
+		return true
+	}
+	return a.TenantId == b.TenantId && a.TenantGroupId == b.TenantGroupId
+}
+
+func (c *core) requestScaleOut(ctx context.Context, run *messages.SharedRun, t *messages.TenantSettings, reason string) error {
+	e := c.env
+	now := e.now().UnixNano()
+	req := &messages.ScaleOutRequest{RequestId: ids.New("scaleout"), Settings: t, SharedRunId: run.SharedRunId,
+		ControlPlaneId: e.cfg.ControlPlaneID, ProviderHint: e.cfg.ScaleOutProvider, Status: messages.ScaleOutPending,
+		CreatedAt: now, UpdatedAt: now, CorrelationId: run.CorrelationId}
+	if err := e.st.CreateScaleOut(ctx, req); err != nil {
+		return fmt.Errorf("create scale-out request: %w", err)
+	}
+	if _, err := e.st.UpdateRun(ctx, run.SharedRunId, func(r *messages.SharedRun) error {
+		if r.Status == messages.RunQueued {
+			r.Status = messages.RunScaleOutRequested
+			r.ScaleOutRequestId = req.RequestId
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("park run for scale-out: %w", err)
+	}
+	e.ledger(ctx, &messages.LedgerEntry{Kind: messages.KindScaleOutRequested, SharedRunId: run.SharedRunId, ExecutionId: run.ExecutionId,
+		TenantId: run.GetSnapshot().GetTenantId(), Reason: reason,
+		Data: mustJSON(map[string]any{"request_id": req.RequestId, "prefix": t.RuntimeInstanceIdPrefix, "isolation_mode": t.IsolationMode,
+			"max_runtime_instances": t.MaxRuntimeInstances, "provider_hint": req.ProviderHint})})
+	if c.scaleOutCreated != nil {
+		c.scaleOutCreated(req.RequestId)
+	}
+	return nil
+}
+
+// reject fails a run that admission refused.
+func (c *core) reject(ctx context.Context, run *messages.SharedRun, reason string) error {
+	changed := false
+	if _, err := c.env.st.UpdateRun(ctx, run.SharedRunId, func(r *messages.SharedRun) error {
+		changed = !messages.IsTerminalRun(r.Status)
+		if changed {
+			r.Status, r.FailureReason = messages.RunFailed, reason
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("reject run %s: %w", run.SharedRunId, err)
+	}
+	if changed {
+		c.env.metrics.runFinished(messages.RunFailed)
+		c.env.ledger(ctx, &messages.LedgerEntry{Kind: messages.KindRunFailed, SharedRunId: run.SharedRunId, ExecutionId: run.ExecutionId,
+			TenantId: run.GetSnapshot().GetTenantId(), Reason: reason})
+	}
+	return nil
+}
+
+// requeueScope makes the runs parked for scale-out in t's scope queued again (the normal pump
+// dispatches them). It returns how many it requeued.
+func (c *core) requeueScope(ctx context.Context, t *messages.TenantSettings, requestID, kind, reason string) (int, error) {
+	e := c.env
+	runs, err := e.st.ListRuns(ctx, store.RunFilter{Status: messages.RunScaleOutRequested, Limit: 100000})
+	if err != nil {
+		return 0, fmt.Errorf("list parked runs: %w", err)
+	}
+	n := 0
+	for _, r := range runs {
+		rt, err := c.tenantSettings(ctx, r.GetSnapshot().GetTenantId())
+		if err != nil {
+			return n, err
+		}
+		if !sameScope(rt, t) && r.ScaleOutRequestId != requestID {
+			continue
+		}
+		moved := false
+		if _, err := e.st.UpdateRun(ctx, r.SharedRunId, func(x *messages.SharedRun) error {
+			moved = x.Status == messages.RunScaleOutRequested
+			if moved {
+				x.Status = messages.RunQueued
+			}
+			return nil
+		}); err != nil {
+			return n, fmt.Errorf("requeue run %s: %w", r.SharedRunId, err)
+		}
+		if !moved {
+			continue
+		}
+		if err := e.st.Enqueue(ctx, r.SharedRunId); err != nil {
+			return n, fmt.Errorf("enqueue run %s: %w", r.SharedRunId, err)
+		}
+		e.ledger(ctx, &messages.LedgerEntry{Kind: kind, SharedRunId: r.SharedRunId, ExecutionId: r.ExecutionId,
+			TenantId: r.GetSnapshot().GetTenantId(), Reason: reason, Data: mustJSON(map[string]any{"request_id": requestID})})
+		n++
+	}
+	if n > 0 && c.wakePump != nil {
+		c.wakePump()
+	}
+	return n, nil
+}

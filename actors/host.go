@@ -1,0 +1,61 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/dairuntime/dair/messages"
+)
+
+// runtimeHost is the parent of a node's runtime instances (role runtime). It creates instances
+// on request (scale-out through the local provider, or configured at start).
+type runtimeHost struct{ env *env }
+
+// Supervisor strategy of the host for its instances: restart a crashed instance (it
+// re-registers and re-dispatches its own executions) up to 10 times a minute, then stop it;
+// its runs are recovered by the recovery coordinator once its registry entry expires.
+var instanceSupervisor = actor.NewOneForOneStrategy(10, time.Minute, actor.DefaultDecider)
+
+type createInstance struct{ spec InstanceSpec }
+type createInstanceResult struct{ err error }
+
+func (h *runtimeHost) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *createInstance:
+		if _, ok := h.env.dir.Lookup(m.spec.ID); ok {
+			c.Respond(&createInstanceResult{})
+			return
+		}
+		_, err := c.SpawnNamed(newInstanceProps(h.env, m.spec), m.spec.ID)
+		if err != nil {
+			err = fmt.Errorf("spawn instance %s: %w", m.spec.ID, err)
+		}
+		c.Respond(&createInstanceResult{err: err})
+	}
+}
+
+// hostHandle implements providers/local.Host for the node's runtime host actor.
+type hostHandle struct {
+	env *env
+	pid *actor.PID
+}
+
+// CreateInstance asks the runtime host to start instance id for settings. It blocks until the
+// actor exists; the instance registers itself in the store asynchronously.
+func (h *hostHandle) CreateInstance(ctx context.Context, id string, settings *messages.TenantSettings, scaleOutRequestID string) error {
+	timeout := 5 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	res, err := h.env.system.Root.RequestFuture(h.pid, &createInstance{spec: InstanceSpec{ID: id, Settings: settings, ScaleOutRequestID: scaleOutRequestID}}, timeout).Result()
+	if err != nil {
+		return fmt.Errorf("create instance %s: %w", id, err)
+	}
+	if r, ok := res.(*createInstanceResult); ok && r.err != nil {
+		return r.err
+	}
+	return nil
+}

@@ -1,0 +1,67 @@
+package actors_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/internal/store/boltstore"
+	"github.com/dairuntime/dair/messages"
+)
+
+const threeStep = `
+key: three
+steps:
+  - id: a
+    uses: echo
+    with: {value: "{{ .input.name }}"}
+  - id: b
+    uses: echo
+    needs: [a]
+    with: {value: "b saw {{ .steps.a.output }}"}
+  - id: c
+    uses: echo
+    needs: [a]
+    with: {value: "c"}
+`
+
+func startBolt(t *testing.T) *actors.Node {
+	t.Helper()
+	st, err := boltstore.Open(boltstore.Options{Path: filepath.Join(t.TempDir(), "dair.db"), NoSync: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	n, err := actors.Start(context.Background(), actors.Config{NodeID: "t1", Store: st, PumpInterval: 10 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, n.Stop(context.Background())) })
+	return n
+}
+
+func TestNode_Submit_threeStepSucceeds(t *testing.T) {
+	n := startBolt(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := n.PutPipeline(ctx, []byte(threeStep))
+	require.NoError(t, err)
+	snap := &messages.ExecutionContextSnapshot{TenantId: "acme", UserId: "u1", Source: "test", Roles: []string{"tenant"}}
+	run, err := n.Submit(ctx, actors.SubmitRequest{Pipeline: "three", Input: []byte(`{"name":"x"}`), Snapshot: snap})
+	require.NoError(t, err)
+	done, err := n.Await(ctx, run.SharedRunId)
+	require.NoError(t, err)
+	require.Equal(t, messages.RunSucceeded, done.Status, done.FailureReason)
+	require.JSONEq(t, `{"b":"b saw x","c":"c"}`, string(done.Output))
+	require.Equal(t, "runtime-instance-1", done.AssignedRuntimeInstanceId)
+	require.NotEqual(t, done.PumpRuntimeInstanceId, done.AssignedRuntimeInstanceId)
+	_, entries, err := n.Ledger(ctx, done.ExecutionId, 0)
+	require.NoError(t, err)
+	kinds := map[string]int{}
+	for _, e := range entries {
+		kinds[e.Kind]++
+	}
+	require.Equal(t, 3, kinds[messages.KindStepSucceeded], kinds)
+	require.Equal(t, 1, kinds[messages.KindRunSucceeded], kinds)
+	require.Equal(t, 1, kinds[messages.KindScaleOutRequested], kinds)
+}

@@ -1,0 +1,213 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/messages"
+)
+
+// recoveryCoordinator finds runs whose runtime instance is gone (its registry entry expired or
+// belonged to an earlier incarnation of this node), fences their executions by bumping the
+// epoch, and requeues them as recovery runs; the pump re-admits them under the same tenant rules
+// and the execution resumes from its committed steps with the same ExecutionId. It also repairs
+// runs left between two writes by a crash (queued but not in the queue, parked for a scale-out
+// that already finished).
+//
+// Several control planes may run it: a store lease ("recovery") makes one of them act per
+// round, and every step is idempotent (epoch bumps only fence, requeue is conditional on the
+// run's status), so a lost lease mid-round does no harm.
+type recoveryCoordinator struct {
+	core   *core
+	busy   bool
+	cancel func()
+	rounds int
+}
+
+type recoveryTick struct{}
+type recoveryDone struct{}
+
+func (r *recoveryCoordinator) Receive(c actor.Context) {
+	switch c.Message().(type) {
+	case *actor.Started:
+		self, sys := c.Self(), r.core.env.system
+		tk := time.NewTicker(r.core.env.cfg.RecoveryInterval)
+		done := make(chan struct{})
+		go func() {
+			for {
+				select {
+				case <-tk.C:
+					sys.Root.Send(self, &recoveryTick{})
+				case <-done:
+					return
+				}
+			}
+		}()
+		r.cancel = func() { tk.Stop(); close(done) }
+		c.Send(self, &recoveryTick{})
+	case *actor.Stopping, *actor.Restarting:
+		if r.cancel != nil {
+			r.cancel()
+			r.cancel = nil
+		}
+	case *recoveryTick:
+		if r.busy {
+			return
+		}
+		r.busy = true
+		full := r.rounds%30 == 0 // every 30th round also repairs queued/parked runs
+		r.rounds++
+		self, sys := c.Self(), r.core.env.system
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := r.core.recoverRound(ctx, full); err != nil {
+				r.core.env.log.Warn("recovery round", zap.Error(err))
+			}
+			sys.Root.Send(self, &recoveryDone{})
+		}()
+	case *recoveryDone:
+		r.busy = false
+	}
+}
+
+// recoverRound is one pass of the coordinator.
+func (c *core) recoverRound(ctx context.Context, repair bool) error {
+	e := c.env
+	ok, err := e.st.AcquireLease(ctx, "recovery", e.incarnation, 3*e.cfg.RecoveryInterval+time.Second)
+	if err != nil {
+		return fmt.Errorf("recovery lease: %w", err)
+	}
+	if !ok {
+		return nil
+	}
+	insts, err := e.st.ListInstances(ctx)
+	if err != nil {
+		return fmt.Errorf("list instances: %w", err)
+	}
+	live := map[string]bool{}
+	for _, d := range insts {
+		// An entry published by an earlier incarnation of this node is dead: this process
+		// does not run it, whatever its heartbeat says.
+		if d.HostId == e.nodeID && d.NodeId != e.incarnation {
+			if err := e.st.DeleteInstance(ctx, d.RuntimeInstanceId); err != nil {
+				return fmt.Errorf("drop stale instance %s: %w", d.RuntimeInstanceId, err)
+			}
+			e.log.Info("dropped instance of an earlier incarnation", zap.String("runtime_instance_id", d.RuntimeInstanceId))
+			continue
+		}
+		if d.Status == messages.InstanceUnhealthy || d.Status == messages.InstanceStopped {
+			continue
+		}
+		live[d.RuntimeInstanceId] = true
+	}
+	for _, status := range []string{messages.RunDispatched, messages.RunRunning, messages.RunPaused} {
+		runs, err := e.st.ListRuns(ctx, store.RunFilter{Status: status, Limit: 100000})
+		if err != nil {
+			return fmt.Errorf("list %s runs: %w", status, err)
+		}
+		for _, r := range runs {
+			if r.AssignedRuntimeInstanceId == "" || live[r.AssignedRuntimeInstanceId] {
+				continue
+			}
+			if err := c.recoverRun(ctx, r, "runtime-instance-lost"); err != nil {
+				e.log.Warn("recover run", zap.String("shared_run_id", r.SharedRunId), zap.Error(err))
+			}
+		}
+	}
+	if repair {
+		return c.repair(ctx)
+	}
+	return nil
+}
+
+// recoverRun fences the run's execution and puts the run back in the shared queue.
+func (c *core) recoverRun(ctx context.Context, r *messages.SharedRun, reason string) error {
+	e := c.env
+	var epoch int64
+	if r.ExecutionId != "" {
+		ep, err := e.st.AcquireExecution(ctx, r.ExecutionId, "recovery:"+e.incarnation, "")
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("fence execution %s: %w", r.ExecutionId, err)
+		}
+		epoch = ep
+	}
+	lost := r.AssignedRuntimeInstanceId
+	moved := false
+	if _, err := e.st.UpdateRun(ctx, r.SharedRunId, func(x *messages.SharedRun) error {
+		moved = x.Status == messages.RunDispatched || x.Status == messages.RunRunning || x.Status == messages.RunPaused
+		if moved && x.AssignedRuntimeInstanceId == lost {
+			x.Status = messages.RunQueued
+			x.Recovery = true
+		} else {
+			moved = false
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("requeue run: %w", err)
+	}
+	if !moved {
+		return nil
+	}
+	if err := e.st.ReleaseReservation(ctx, lost, r.SharedRunId); err != nil {
+		e.log.Warn("release reservation of lost instance", zap.Error(err))
+	}
+	if err := e.st.Enqueue(ctx, r.SharedRunId); err != nil {
+		return fmt.Errorf("enqueue recovered run: %w", err)
+	}
+	e.ledger(ctx, &messages.LedgerEntry{Kind: messages.KindRecovery, SharedRunId: r.SharedRunId, ExecutionId: r.ExecutionId,
+		RuntimeInstanceId: lost, Epoch: epoch, TenantId: r.GetSnapshot().GetTenantId(), Reason: reason,
+		Data: mustJSON(map[string]any{"lost_runtime_instance_id": lost, "fenced_epoch": epoch})})
+	e.log.Info("run requeued for recovery", zap.String("shared_run_id", r.SharedRunId), zap.String("execution_id", r.ExecutionId),
+		zap.String("lost_runtime_instance_id", lost), zap.Int64("epoch", epoch))
+	if c.wakePump != nil {
+		c.wakePump()
+	}
+	return nil
+}
+
+// repair re-enqueues queued runs (Enqueue is a no-op for items already queued) and requeues
+// runs parked for a scale-out request that has already finished.
+func (c *core) repair(ctx context.Context) error {
+	e := c.env
+	queued, err := e.st.ListRuns(ctx, store.RunFilter{Status: messages.RunQueued, Limit: 100000})
+	if err != nil {
+		return fmt.Errorf("list queued runs: %w", err)
+	}
+	for _, r := range queued {
+		if err := e.st.Enqueue(ctx, r.SharedRunId); err != nil {
+			return fmt.Errorf("enqueue %s: %w", r.SharedRunId, err)
+		}
+	}
+	parked, err := e.st.ListRuns(ctx, store.RunFilter{Status: messages.RunScaleOutRequested, Limit: 100000})
+	if err != nil {
+		return fmt.Errorf("list parked runs: %w", err)
+	}
+	for _, r := range parked {
+		req, err := e.st.GetScaleOut(ctx, r.ScaleOutRequestId)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if req != nil && (req.Status == messages.ScaleOutPending || req.Status == messages.ScaleOutProvisioning) {
+			continue
+		}
+		if _, err := e.st.UpdateRun(ctx, r.SharedRunId, func(x *messages.SharedRun) error {
+			if x.Status == messages.RunScaleOutRequested {
+				x.Status = messages.RunQueued
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := e.st.Enqueue(ctx, r.SharedRunId); err != nil {
+			return err
+		}
+	}
+	return nil
+}
