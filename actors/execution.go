@@ -740,4 +740,3 @@ func mustJSON(v any) []byte {
 	}
 	return b
 }
-

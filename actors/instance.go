@@ -409,7 +409,7 @@ func (in *instance) descriptor(c actor.Context) *messages.CapacityDescriptor {
 		ActiveRunCount: int32(len(in.queue) + len(in.running)), QueueCapacity: int32(in.queueCap), MaxConcurrentRuns: int32(in.maxConcurrent),
 		AvailableRunSlots: int32(slots), IsQueuePaused: in.paused, IsDraining: in.draining,
 		CanAcceptRun: !in.paused && !in.draining && len(in.queue) < in.queueCap && slots > 0 && avail > 0,
-		TenantId: t.TenantId, TenantGroupId: t.TenantGroupId, IsolationMode: t.IsolationMode,
+		TenantId:     t.TenantId, TenantGroupId: t.TenantGroupId, IsolationMode: t.IsolationMode,
 		PreferDedicatedCapacity: t.PreferDedicatedCapacity, AllowSharedFallback: t.AllowSharedFallback,
 		RuntimeInstanceIdPrefix: t.RuntimeInstanceIdPrefix, MaxRuntimeInstances: t.MaxRuntimeInstances,
 		LastHeartbeatAt: in.env.now().UnixNano(), NodeId: in.env.incarnation, Address: in.env.system.Address(),
