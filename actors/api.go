@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dairuntime/dair/internal/dag"
+	"github.com/dairuntime/dair/internal/history"
 	"github.com/dairuntime/dair/internal/ids"
 	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/internal/tenancy"
@@ -386,3 +387,30 @@ func (n *Node) InjectExecutionPanic(ctx context.Context, runID string) error {
 }
 
 type injectExecPanic struct{ sharedRunID string }
+
+// Trace returns the timeline of an execution's run (the id may also be a shared run id).
+func (n *Node) Trace(ctx context.Context, id string) (string, []history.Span, error) {
+	runID, entries, err := n.Ledger(ctx, id, 0)
+	if err != nil {
+		return "", nil, err
+	}
+	return runID, history.Trace(entries), nil
+}
+
+// Replay re-runs a finished execution from its recorded step outputs without calling handlers
+// and reports any divergence.
+func (n *Node) Replay(ctx context.Context, executionID string) (history.Report, error) {
+	ex, steps, err := n.env.st.GetExecution(ctx, executionID)
+	if err != nil {
+		return history.Report{}, err
+	}
+	cp, err := n.env.pipelines.get(ctx, ex.PipelineKey, ex.PipelineHash)
+	if err != nil {
+		return history.Report{}, err
+	}
+	entries, err := n.env.st.ReadLedger(ctx, ex.SharedRunId, 0, 0)
+	if err != nil {
+		return history.Report{}, err
+	}
+	return history.Replay(history.ReplayInput{Pipeline: cp.p, Graph: cp.g, Execution: ex, Steps: steps, Ledger: entries}), nil
+}

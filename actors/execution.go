@@ -2,8 +2,6 @@ package actors
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dairuntime/dair/internal/dag"
+	"github.com/dairuntime/dair/internal/history"
 	"github.com/dairuntime/dair/internal/ids"
 	"github.com/dairuntime/dair/internal/step"
 	"github.com/dairuntime/dair/internal/store"
@@ -394,7 +393,7 @@ func (x *execution) startStep(c actor.Context, id string) {
 		x.running[id] = &inflight{attempt: attempt, cancel: func() {}}
 		return
 	}
-	inputHash := hashJSON(with)
+	inputHash := history.InputHash(with)
 	now := e.now()
 	x.submit(c, id, attempt, &messages.StepState{StepId: id, Status: messages.StepRunning, Attempts: int32(attempt), StartedAt: now.UnixNano()},
 		&messages.LedgerEntry{Kind: messages.KindStepStarted, StepId: id, Attempt: int32(attempt), Data: mustJSON(map[string]any{"uses": st.Uses, "input_hash": inputHash})})
@@ -722,15 +721,6 @@ func (x *execution) runOutput() []byte {
 		return nil
 	}
 	return b
-}
-
-func hashJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return ""
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8])
 }
 
 func mustJSON(v any) []byte {

@@ -1,0 +1,120 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"testing"
+
+	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/internal/store/storetest"
+	"github.com/dairuntime/dair/messages"
+)
+
+// benchExecutions creates n executions at epoch 1 and returns their ids.
+func benchExecutions(b *testing.B, st *Store, n int) []string {
+	b.Helper()
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("x%d", i)
+		x := &messages.Execution{ExecutionId: ids[i], SharedRunId: "run-" + ids[i], Epoch: 1, Status: messages.RunRunning}
+		if err := st.CreateExecution(context.Background(), x); err != nil {
+			b.Fatalf("create execution: %v", err)
+		}
+	}
+	return ids
+}
+
+// benchCommit is one succeeded step with one ledger entry, the engine's common write.
+func benchCommit(execID string, step int64) store.StepCommit {
+	return store.StepCommit{ExecutionID: execID, Epoch: 1,
+		Step: &messages.StepState{StepId: fmt.Sprintf("s%d", step), Status: messages.StepSucceeded,
+			Output: []byte(`{"result":"ok"}`)},
+		Ledger: []*messages.LedgerEntry{{SharedRunId: "run-" + execID, Kind: messages.KindStepSucceeded}}}
+}
+
+// BenchmarkRawLuaCommit measures unpipelined commit-script calls (one EVALSHA round trip per
+// commit) from 1 and from 32 goroutines against the shared AOF-everysec Redis.
+func BenchmarkRawLuaCommit(b *testing.B) {
+	for _, goroutines := range []int{1, 32} {
+		b.Run(fmt.Sprintf("goroutines=%d", goroutines), func(b *testing.B) {
+			st := openTest(b, sharedRedis(b), nil)
+			ids := benchExecutions(b, st, 64)
+			ctx := context.Background()
+			var worker, step atomic.Int64
+			procs := max(1, goroutines/max(1, runtimeProcs()))
+			b.SetParallelism(procs)
+			b.ResetTimer()
+			run := func(next func() bool) {
+				execID := ids[worker.Add(1)%int64(len(ids))]
+				for next() {
+					keys, args, err := st.commitArgs(benchCommit(execID, step.Add(1)))
+					if err != nil {
+						b.Errorf("commit args: %v", err)
+						return
+					}
+					res, err := scriptCommit.Run(ctx, st.rdb, keys, args...).Result()
+					if err != nil {
+						b.Errorf("commit: %v", err)
+						return
+					}
+					if n, _ := res.(int64); n != commitOK {
+						b.Errorf("commit: reply %d", n)
+						return
+					}
+				}
+			}
+			if goroutines == 1 {
+				i := 0
+				run(func() bool { i++; return i <= b.N })
+			} else {
+				b.RunParallel(func(pb *testing.PB) { run(pb.Next) })
+			}
+			b.StopTimer()
+			if s := b.Elapsed().Seconds(); s > 0 {
+				b.ReportMetric(float64(b.N)/s, "commits/s")
+			}
+		})
+	}
+}
+
+// BenchmarkCommitSteps measures CommitSteps: batches of 64 commits pipelined in one round trip
+// (the engine's batched path), and the storetest single-commit parallel benchmark.
+func BenchmarkCommitSteps(b *testing.B) {
+	b.Run("batch=64", func(b *testing.B) {
+		const batch = 64
+		st := openTest(b, sharedRedis(b), nil)
+		ids := benchExecutions(b, st, batch)
+		ctx := context.Background()
+		commits := make([]store.StepCommit, batch)
+		var step int64
+		b.ResetTimer()
+		for done := 0; done < b.N; done += batch {
+			n := min(batch, b.N-done)
+			for i := range n {
+				step++
+				commits[i] = benchCommit(ids[i], step)
+			}
+			errs, err := st.CommitSteps(ctx, commits[:n])
+			if err != nil {
+				b.Fatalf("commit steps: %v", err)
+			}
+			for i, e := range errs {
+				if e != nil {
+					b.Fatalf("commit %d: %v", i, e)
+				}
+			}
+		}
+		b.StopTimer()
+		if s := b.Elapsed().Seconds(); s > 0 {
+			b.ReportMetric(float64(b.N)/s, "commits/s")
+		}
+	})
+	b.Run("storetest", func(b *testing.B) {
+		storetest.BenchCommit(b, openTest(b, sharedRedis(b), nil))
+	})
+}
+
+// runtimeProcs is GOMAXPROCS, the unit of b.SetParallelism.
+func runtimeProcs() int { return runtime.GOMAXPROCS(0) }

@@ -1,0 +1,340 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/messages"
+)
+
+// An execution is a hash: pb (the message), ver (CAS version), and the fields scripts need
+// without decoding protobuf: epoch, owner, inst, upd (UpdatedAt), term ('1' when terminal) and
+// run (SharedRunId). The hash fields win over the same fields in pb when reading. Step states
+// live in a second hash (step id -> pb), their statuses in a third (step id -> status).
+func (s *Store) execKey(id string) string        { return s.k("exec", id) }
+func (s *Store) execStepsKey(id string) string   { return s.k("exec", id, "steps") }
+func (s *Store) execStatusKey(id string) string  { return s.k("exec", id, "status") }
+func (s *Store) execIndexPrefix() string         { return s.k("execidx", "") }
+func (s *Store) execIndexKey(inst string) string { return s.k("execidx", inst) }
+func (s *Store) ledgerPrefix() string            { return s.k("ledger", "") }
+
+// terminalExec reports whether an execution status is final.
+func terminalExec(status string) string {
+	if messages.IsTerminalRun(status) {
+		return "1"
+	}
+	return "0"
+}
+
+// CreateExecution stores a new execution or returns store.ErrExists.
+func (s *Store) CreateExecution(ctx context.Context, e *messages.Execution) error {
+	id := e.GetExecutionId()
+	if id == "" {
+		return fmt.Errorf("redisstore: create execution: empty execution_id")
+	}
+	x := proto.Clone(e).(*messages.Execution)
+	now := s.now().UnixNano()
+	if x.CreatedAt == 0 {
+		x.CreatedAt = now
+	}
+	if x.UpdatedAt == 0 {
+		x.UpdatedAt = now
+	}
+	pb, err := marshal("execution", x)
+	if err != nil {
+		return err
+	}
+	res, err := s.runScript(ctx, "create execution "+id, scriptCreateExecution,
+		[]string{s.execKey(id), s.execIndexKey(x.RuntimeInstanceId)},
+		pb, x.Epoch, x.Owner, x.RuntimeInstanceId, x.UpdatedAt, terminalExec(x.Status), x.SharedRunId, id)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.(int64); n != 1 {
+		return fmt.Errorf("redisstore: create execution %s: %w", id, store.ErrExists)
+	}
+	return nil
+}
+
+// execFields are the hash fields read with an execution, in HMGET order.
+var execFields = []string{"pb", "ver", "epoch", "owner", "inst", "upd"}
+
+// decodeExec merges an HMGET reply over execFields into a message and returns its version.
+func decodeExec(id string, vals []any) (*messages.Execution, string, error) {
+	var str [6]string
+	for i := range str {
+		v, ok := asString(vals[i])
+		if !ok {
+			return nil, "", fmt.Errorf("redisstore: execution %s: %w", id, store.ErrNotFound)
+		}
+		str[i] = v
+	}
+	x := &messages.Execution{}
+	if err := unmarshal("execution", []byte(str[0]), x); err != nil {
+		return nil, "", err
+	}
+	epoch, err := strconv.ParseInt(str[2], 10, 64)
+	if err != nil {
+		return nil, "", fmt.Errorf("redisstore: execution %s: bad epoch %q: %w", id, str[2], err)
+	}
+	upd, err := strconv.ParseInt(str[5], 10, 64)
+	if err != nil {
+		return nil, "", fmt.Errorf("redisstore: execution %s: bad updated_at %q: %w", id, str[5], err)
+	}
+	x.Epoch, x.Owner, x.RuntimeInstanceId, x.UpdatedAt = epoch, str[3], str[4], upd
+	return x, str[1], nil
+}
+
+// loadExec reads one execution and its version.
+func (s *Store) loadExec(ctx context.Context, id string) (*messages.Execution, string, error) {
+	vals, err := s.rdb.HMGet(ctx, s.execKey(id), execFields...).Result()
+	if err != nil {
+		return nil, "", fmt.Errorf("redisstore: get execution %s: %w", id, err)
+	}
+	return decodeExec(id, vals)
+}
+
+// GetExecution returns the execution and its step states ordered by step id.
+func (s *Store) GetExecution(ctx context.Context, id string) (*messages.Execution, []*messages.StepState, error) {
+	if err := s.check(); err != nil {
+		return nil, nil, fmt.Errorf("redisstore: get execution %s: %w", id, err)
+	}
+	pipe := s.rdb.Pipeline()
+	ex := pipe.HMGet(ctx, s.execKey(id), execFields...)
+	st := pipe.HGetAll(ctx, s.execStepsKey(id))
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, nil, fmt.Errorf("redisstore: get execution %s: %w", id, err)
+	}
+	x, _, err := decodeExec(id, ex.Val())
+	if err != nil {
+		return nil, nil, err
+	}
+	steps := make([]*messages.StepState, 0, len(st.Val()))
+	for _, b := range st.Val() {
+		ss := &messages.StepState{}
+		if err := unmarshal("step state", []byte(b), ss); err != nil {
+			return nil, nil, err
+		}
+		steps = append(steps, ss)
+	}
+	sort.Slice(steps, func(i, j int) bool { return steps[i].StepId < steps[j].StepId })
+	return x, steps, nil
+}
+
+// AcquireExecution increments the epoch and takes ownership in one script.
+func (s *Store) AcquireExecution(ctx context.Context, id, owner, runtimeInstanceID string) (int64, error) {
+	res, err := s.runScript(ctx, "acquire execution "+id, scriptAcquireExecution,
+		[]string{s.execKey(id)}, owner, runtimeInstanceID, s.now().UnixNano(), s.execIndexPrefix(), id)
+	if err != nil {
+		return 0, err
+	}
+	n, _ := res.(int64)
+	if n < 0 {
+		return 0, fmt.Errorf("redisstore: acquire execution %s: %w", id, store.ErrNotFound)
+	}
+	return n, nil
+}
+
+// commitArgs builds the keys and arguments of one scriptCommit call.
+func (s *Store) commitArgs(c store.StepCommit) ([]string, []any, error) {
+	if c.Step == nil || c.Step.StepId == "" {
+		return nil, nil, fmt.Errorf("redisstore: commit %s: missing step or step id", c.ExecutionID)
+	}
+	st := proto.Clone(c.Step).(*messages.StepState)
+	st.Epoch = c.Epoch
+	pb, err := marshal("step state", st)
+	if err != nil {
+		return nil, nil, err
+	}
+	args := make([]any, 0, 5+2*len(c.Ledger))
+	args = append(args, c.Epoch, st.StepId, pb, st.Status, s.ledgerPrefix())
+	now := s.now().UnixNano()
+	for _, le := range c.Ledger {
+		e := proto.Clone(le).(*messages.LedgerEntry)
+		e.Seq = 0 // the entry's position in its ledger list is its Seq
+		if e.At == 0 {
+			e.At = now
+		}
+		if e.ExecutionId == "" {
+			e.ExecutionId = c.ExecutionID
+		}
+		b, err := marshal("ledger entry", e)
+		if err != nil {
+			return nil, nil, err
+		}
+		args = append(args, e.SharedRunId, b)
+	}
+	keys := []string{s.execKey(c.ExecutionID), s.execStepsKey(c.ExecutionID), s.execStatusKey(c.ExecutionID)}
+	return keys, args, nil
+}
+
+// CommitSteps sends one EVALSHA of the commit script per commit in a single pipeline; commits
+// that hit NOSCRIPT (Redis restarted) are sent again once the script is reloaded.
+func (s *Store) CommitSteps(ctx context.Context, commits []store.StepCommit) ([]error, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("redisstore: commit steps: %w", err)
+	}
+	errs := make([]error, len(commits))
+	keys := make([][]string, len(commits))
+	args := make([][]any, len(commits))
+	todo := make([]int, 0, len(commits))
+	for i, c := range commits {
+		k, a, err := s.commitArgs(c)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		keys[i], args[i] = k, a
+		todo = append(todo, i)
+	}
+	for attempt := 0; len(todo) > 0; attempt++ {
+		pipe := s.rdb.Pipeline()
+		cmds := make([]*redis.Cmd, len(todo))
+		for j, i := range todo {
+			cmds[j] = scriptCommit.EvalSha(ctx, pipe, keys[i], args[i]...)
+		}
+		_, execErr := pipe.Exec(ctx)
+		var retry []int
+		for j, i := range todo {
+			res, err := cmds[j].Result()
+			if err != nil {
+				if redis.HasErrorPrefix(err, "NOSCRIPT") && attempt == 0 {
+					retry = append(retry, i)
+					continue
+				}
+				if isRedisReplyError(err) {
+					errs[i] = fmt.Errorf("redisstore: commit %s/%s: %w", commits[i].ExecutionID, commits[i].Step.GetStepId(), err)
+					continue
+				}
+				return nil, fmt.Errorf("redisstore: commit steps: %w", err)
+			}
+			errs[i] = commitResult(commits[i], res)
+		}
+		if len(retry) > 0 {
+			if err := scriptCommit.Load(ctx, s.rdb).Err(); err != nil {
+				return nil, fmt.Errorf("redisstore: commit steps: reload script: %w", err)
+			}
+		} else if execErr != nil && !isRedisReplyError(execErr) {
+			return nil, fmt.Errorf("redisstore: commit steps: %w", execErr)
+		}
+		todo = retry
+	}
+	return errs, nil
+}
+
+// isRedisReplyError reports whether err is an error reply from the server about this command
+// (a script error) rather than a transport failure or a server that is still loading.
+func isRedisReplyError(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && !errors.Is(err, redis.Nil) && !redis.HasErrorPrefix(err, "LOADING")
+}
+
+// commitResult maps a scriptCommit reply to the per-commit error.
+func commitResult(c store.StepCommit, res any) error {
+	n, ok := res.(int64)
+	if !ok {
+		return fmt.Errorf("redisstore: commit %s/%s: unexpected reply %v", c.ExecutionID, c.Step.GetStepId(), res)
+	}
+	var sentinel error
+	switch n {
+	case commitOK:
+		return nil
+	case commitNotFound:
+		sentinel = store.ErrNotFound
+	case commitStale:
+		sentinel = store.ErrStaleEpoch
+	case commitDone:
+		sentinel = store.ErrAlreadyCommitted
+	default:
+		return fmt.Errorf("redisstore: commit %s/%s: unexpected reply %d", c.ExecutionID, c.Step.GetStepId(), n)
+	}
+	return fmt.Errorf("redisstore: commit %s/%s: %w", c.ExecutionID, c.Step.GetStepId(), sentinel)
+}
+
+// UpdateExecution applies fn if epoch is current, with an optimistic compare-and-set loop that
+// also re-checks the epoch. fn cannot change the epoch.
+func (s *Store) UpdateExecution(ctx context.Context, id string, epoch int64, fn func(*messages.Execution) error) (*messages.Execution, error) {
+	op := "update execution " + id
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("redisstore: %s: %w", op, err)
+	}
+	for range maxCASAttempts {
+		x, ver, err := s.loadExec(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if x.Epoch != epoch {
+			return nil, fmt.Errorf("redisstore: %s at epoch %d (current %d): %w", op, epoch, x.Epoch, store.ErrStaleEpoch)
+		}
+		if err := fn(x); err != nil {
+			return nil, err
+		}
+		x.Epoch = epoch
+		x.UpdatedAt = s.now().UnixNano()
+		pb, err := marshal("execution", x)
+		if err != nil {
+			return nil, err
+		}
+		res, err := s.runScript(ctx, op, scriptUpdateExecution, []string{s.execKey(id)},
+			ver, epoch, pb, x.Owner, x.RuntimeInstanceId, x.UpdatedAt, terminalExec(x.Status), s.execIndexPrefix(), id)
+		if err != nil {
+			return nil, err
+		}
+		switch n, _ := res.(int64); n {
+		case casOK:
+			return x, nil
+		case casMissing:
+			return nil, fmt.Errorf("redisstore: %s: %w", op, store.ErrNotFound)
+		case casStale:
+			return nil, fmt.Errorf("redisstore: %s at epoch %d: %w", op, epoch, store.ErrStaleEpoch)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("redisstore: %s: %w", op, err)
+		}
+	}
+	return nil, fmt.Errorf("redisstore: %s: %w", op, ErrConflict)
+}
+
+// ListExecutionsByInstance returns the non-terminal executions on runtimeInstanceID by id.
+func (s *Store) ListExecutionsByInstance(ctx context.Context, runtimeInstanceID string) ([]*messages.Execution, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("redisstore: list executions of %s: %w", runtimeInstanceID, err)
+	}
+	ids, err := s.rdb.SMembers(ctx, s.execIndexKey(runtimeInstanceID)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: list executions of %s: %w", runtimeInstanceID, err)
+	}
+	sort.Strings(ids)
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HMGet(ctx, s.execKey(id), execFields...)
+	}
+	if len(ids) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, fmt.Errorf("redisstore: list executions of %s: %w", runtimeInstanceID, err)
+		}
+	}
+	out := make([]*messages.Execution, 0, len(ids))
+	for i, id := range ids {
+		x, _, err := decodeExec(id, cmds[i].Val())
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if x.RuntimeInstanceId != runtimeInstanceID || messages.IsTerminalRun(x.Status) {
+			continue
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}

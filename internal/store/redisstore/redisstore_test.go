@@ -1,0 +1,270 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/internal/store/storetest"
+	"github.com/dairuntime/dair/messages"
+	"github.com/dairuntime/dair/testkit"
+)
+
+// shared is the one Redis of the test binary (nil when redis-server is not installed); every
+// store gets its own key prefix.
+var (
+	shared    *testkit.Redis
+	prefixSeq atomic.Int64
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	if _, err := testkit.RedisBinary(); err != nil {
+		return m.Run() // every Redis test skips through testkit.RequireRedis
+	}
+	dir, err := os.MkdirTemp("", "redisstore-test-")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "redisstore test: temp dir: %v\n", err)
+		return 1
+	}
+	defer func() {
+		if err := os.RemoveAll(dir); err != nil {
+			fmt.Fprintf(os.Stderr, "redisstore test: remove %s: %v\n", dir, err)
+		}
+	}()
+	shared, err = testkit.LaunchRedis(testkit.RedisOptions{AOF: true, Dir: dir})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "redisstore test: %v\n", err)
+		return 1
+	}
+	defer func() {
+		if err := shared.Kill(); err != nil {
+			fmt.Fprintf(os.Stderr, "redisstore test: kill redis: %v\n", err)
+		}
+	}()
+	return m.Run()
+}
+
+// sharedRedis returns the binary's Redis, skipping the test when redis-server is missing.
+func sharedRedis(tb testing.TB) *testkit.Redis {
+	tb.Helper()
+	testkit.RequireRedis(tb)
+	if shared == nil {
+		tb.Fatal("shared redis did not start")
+	}
+	return shared
+}
+
+// openTest opens a store with a fresh prefix on r and closes it at the end of the test.
+func openTest(tb testing.TB, r *testkit.Redis, now func() time.Time) *Store {
+	tb.Helper()
+	st, err := Open(context.Background(), Options{
+		URL: r.URL(), Now: now, Prefix: fmt.Sprintf("t%d", prefixSeq.Add(1)),
+		// Generous: shared CI machines stall Redis for hundreds of milliseconds under load.
+		Timeout: 5 * time.Second,
+	})
+	if err != nil {
+		tb.Fatalf("open: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			tb.Errorf("close: %v", err)
+		}
+	})
+	return st
+}
+
+func TestStore_Contract(t *testing.T) {
+	r := sharedRedis(t)
+	storetest.Run(t, func(t *testing.T, now func() time.Time) store.Store {
+		return openTest(t, r, now)
+	})
+}
+
+func TestStore_Open_errors(t *testing.T) {
+	tests := []struct {
+		name string
+		opts Options
+		want error
+	}{
+		{name: "noAddr", opts: Options{}, want: ErrBadOptions},
+		{name: "badURL", opts: Options{URL: "http://x"}, want: ErrBadOptions},
+		{name: "unreachable", opts: Options{Addr: "127.0.0.1:1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			st, err := Open(context.Background(), tt.opts)
+			if err == nil {
+				t.Fatalf("Open succeeded: %v", st)
+			}
+			if tt.want != nil && !errors.Is(err, tt.want) {
+				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
+			if !strings.HasPrefix(err.Error(), "redisstore: ") {
+				t.Fatalf("err %q lacks the package prefix", err)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Fatalf("Open took %s", d)
+			}
+		})
+	}
+}
+
+func TestStore_Close_idempotent(t *testing.T) {
+	r := sharedRedis(t)
+	st, err := Open(context.Background(), Options{Addr: r.Addr(), Prefix: "close"})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+	if _, err := st.GetRun(context.Background(), "x"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("GetRun after close = %v, want ErrClosed", err)
+	}
+}
+
+// eventually polls cond until it returns nil or the deadline passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still failing after %s: %v", what, timeout, err)
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-t.Context().Done():
+			t.Fatalf("%s: %v", what, t.Context().Err())
+		}
+	}
+}
+
+func TestStore_RedisRestart_recovers(t *testing.T) {
+	r := testkit.StartRedis(t, testkit.RedisOptions{AOF: true, AppendFsync: "always"})
+	st := openTest(t, r, nil)
+	ctx := context.Background()
+
+	if _, _, err := st.CreateRun(ctx, &messages.SharedRun{SharedRunId: "r1", TenantId: "t1"}); err != nil {
+		t.Fatalf("create run: %v", err)
+	}
+	x := &messages.Execution{ExecutionId: "x1", SharedRunId: "r1", Epoch: 1, Status: messages.RunRunning}
+	if err := st.CreateExecution(ctx, x); err != nil {
+		t.Fatalf("create execution: %v", err)
+	}
+	commit := func(step string) ([]error, error) {
+		return st.CommitSteps(ctx, []store.StepCommit{{ExecutionID: "x1", Epoch: 1,
+			Step:   &messages.StepState{StepId: step, Status: messages.StepSucceeded},
+			Ledger: []*messages.LedgerEntry{{SharedRunId: "r1", Kind: messages.KindStepSucceeded}}}})
+	}
+	if errs, err := commit("a"); err != nil || errs[0] != nil {
+		t.Fatalf("commit a: %v %v", err, errs)
+	}
+
+	if err := r.Kill(); err != nil {
+		t.Fatalf("kill: %v", err)
+	}
+	calls := []struct {
+		name string
+		call func() error
+	}{
+		{"GetRun", func() error { _, err := st.GetRun(ctx, "r1"); return err }},
+		{"CommitSteps", func() error { _, err := commit("b"); return err }},
+		{"Claim", func() error { _, err := st.Claim(ctx, "p", 1, time.Minute); return err }},
+		{"UpdateRun", func() error {
+			_, err := st.UpdateRun(ctx, "r1", func(*messages.SharedRun) error { return nil })
+			return err
+		}},
+	}
+	for _, c := range calls {
+		t.Run("down/"+c.name, func(t *testing.T) {
+			start := time.Now()
+			err := c.call()
+			if err == nil {
+				t.Fatal("call succeeded with Redis down")
+			}
+			if errors.Is(err, store.ErrNotFound) || !strings.HasPrefix(err.Error(), "redisstore: ") {
+				t.Fatalf("err = %v, want a wrapped transport error", err)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Fatalf("call took %s with Redis down", d)
+			}
+		})
+	}
+
+	if err := r.Restart(); err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	eventually(t, 10*time.Second, "GetRun after restart", func() error {
+		got, err := st.GetRun(ctx, "r1")
+		if err != nil {
+			return err
+		}
+		if got.GetTenantId() != "t1" {
+			return fmt.Errorf("tenant = %q", got.GetTenantId())
+		}
+		return nil
+	})
+	// Scripts are gone after the restart: the commit must reload them transparently.
+	errs, err := commit("b")
+	if err != nil || errs[0] != nil {
+		t.Fatalf("commit b after restart: %v %v", err, errs)
+	}
+	errs, err = commit("a")
+	if err != nil {
+		t.Fatalf("commit a again: %v", err)
+	}
+	if !errors.Is(errs[0], store.ErrAlreadyCommitted) {
+		t.Fatalf("commit a again = %v, want ErrAlreadyCommitted", errs[0])
+	}
+	ledger, err := st.ReadLedger(ctx, "r1", 0, 0)
+	if err != nil {
+		t.Fatalf("read ledger: %v", err)
+	}
+	if len(ledger) != 2 || ledger[1].GetSeq() != 2 {
+		t.Fatalf("ledger = %v, want 2 entries", ledger)
+	}
+	epoch, err := st.AcquireExecution(ctx, "x1", "o", "i1")
+	if err != nil || epoch != 2 {
+		t.Fatalf("acquire after restart = %d, %v; want 2", epoch, err)
+	}
+}
+
+// ExampleOpen opens the store against a local Redis and creates a run. It is compiled, not run
+// (it needs a server on the default port).
+func ExampleOpen() {
+	ctx := context.Background()
+	st, err := Open(ctx, Options{URL: "redis://127.0.0.1:6379/0", Prefix: "example"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() {
+		if err := st.Close(); err != nil {
+			fmt.Println(err)
+		}
+	}()
+	run, created, err := st.CreateRun(ctx, &messages.SharedRun{SharedRunId: "r1", TenantId: "t1"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(run.GetSharedRunId(), created)
+}

@@ -1,0 +1,200 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/messages"
+)
+
+// defaultRunLimit is ListRuns' cap when RunFilter.Limit is 0.
+const defaultRunLimit = 1000
+
+// runPage is how many index entries ListRuns reads per round trip.
+const runPage = 256
+
+func (s *Store) runKey(id string) string { return s.k("run", id) }
+func (s *Store) runsIndex() string       { return s.k("runs") }
+func (s *Store) tenantRunsIndex(tenant string) string {
+	return s.k("runs", "t", tenant)
+}
+
+// idemKey is length-prefixed so a tenant id containing ':' cannot collide with another pair.
+func (s *Store) idemKey(tenant, key string) string {
+	return s.k("idem", strconv.Itoa(len(tenant)), tenant, key)
+}
+
+// CreateRun stores a new run, setting CreatedAt and UpdatedAt when zero. See store.Runs.
+func (s *Store) CreateRun(ctx context.Context, run *messages.SharedRun) (*messages.SharedRun, bool, error) {
+	if run.GetSharedRunId() == "" {
+		return nil, false, fmt.Errorf("redisstore: create run: empty shared_run_id")
+	}
+	r := proto.Clone(run).(*messages.SharedRun)
+	now := s.now().UnixNano()
+	if r.CreatedAt == 0 {
+		r.CreatedAt = now
+	}
+	if r.UpdatedAt == 0 {
+		r.UpdatedAt = now
+	}
+	pb, err := marshal("run", r)
+	if err != nil {
+		return nil, false, err
+	}
+	hasIdem := "0"
+	if r.IdempotencyKey != "" {
+		hasIdem = "1"
+	}
+	keys := []string{s.runKey(r.SharedRunId), s.idemKey(r.TenantId, r.IdempotencyKey),
+		s.runsIndex(), s.tenantRunsIndex(r.TenantId)}
+	res, err := s.runScript(ctx, "create run "+r.SharedRunId, scriptCreateRun, keys,
+		pb, r.CreatedAt, r.SharedRunId, hasIdem, s.k("run", ""))
+	if err != nil {
+		return nil, false, err
+	}
+	out, _ := res.([]any)
+	if len(out) == 0 {
+		return nil, false, fmt.Errorf("redisstore: create run %s: unexpected reply %v", r.SharedRunId, res)
+	}
+	switch code, _ := out[0].(int64); code {
+	case 1:
+		return r, true, nil
+	case 2:
+		return nil, false, fmt.Errorf("redisstore: create run %s: %w", r.SharedRunId, store.ErrExists)
+	}
+	b, ok := asString(out[1])
+	if !ok {
+		return nil, false, fmt.Errorf("redisstore: create run %s: unexpected reply %v", r.SharedRunId, res)
+	}
+	existing := &messages.SharedRun{}
+	if err := unmarshal("run", []byte(b), existing); err != nil {
+		return nil, false, err
+	}
+	return existing, false, nil
+}
+
+// GetRun returns the run or store.ErrNotFound.
+func (s *Store) GetRun(ctx context.Context, id string) (*messages.SharedRun, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("redisstore: get run %s: %w", id, err)
+	}
+	pb, err := s.rdb.HGet(ctx, s.runKey(id), "pb").Bytes()
+	if err == redis.Nil {
+		return nil, fmt.Errorf("redisstore: get run %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: get run %s: %w", id, err)
+	}
+	r := &messages.SharedRun{}
+	if err := unmarshal("run", pb, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// UpdateRun applies fn under an optimistic compare-and-set loop and sets UpdatedAt.
+func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*messages.SharedRun) error) (*messages.SharedRun, error) {
+	var out *messages.SharedRun
+	err := s.updateVersioned(ctx, "update run "+id, s.runKey(id), func(pb []byte) ([]byte, error) {
+		r := &messages.SharedRun{}
+		if err := unmarshal("run", pb, r); err != nil {
+			return nil, err
+		}
+		if err := fn(r); err != nil {
+			return nil, err
+		}
+		r.UpdatedAt = s.now().UnixNano()
+		out = r
+		return marshal("run", r)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return proto.Clone(out).(*messages.SharedRun), nil
+}
+
+// ListRuns returns runs newest first (CreatedAt descending, then id ascending). It pages
+// through the creation index and stops once the limit is met and older entries cannot tie.
+func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*messages.SharedRun, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("redisstore: list runs: %w", err)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = defaultRunLimit
+	}
+	index := s.runsIndex()
+	if f.TenantID != "" {
+		index = s.tenantRunsIndex(f.TenantID)
+	}
+	var (
+		matched []*messages.SharedRun
+		cutoff  float64 // score of the limit-th match, once reached
+	)
+	for start := int64(0); ; start += runPage {
+		zs, err := s.rdb.ZRevRangeWithScores(ctx, index, start, start+runPage-1).Result()
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: list runs: %w", err)
+		}
+		if len(zs) == 0 {
+			break
+		}
+		pipe := s.rdb.Pipeline()
+		cmds := make([]*redis.StringCmd, len(zs))
+		for i, z := range zs {
+			cmds[i] = pipe.HGet(ctx, s.runKey(z.Member.(string)), "pb")
+		}
+		if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+			return nil, fmt.Errorf("redisstore: list runs: %w", err)
+		}
+		done := false
+		for i, z := range zs {
+			// Float scores round monotonically, so an entry scoring below the limit-th match
+			// is strictly older and cannot displace it.
+			if len(matched) >= limit && z.Score < cutoff {
+				done = true
+				break
+			}
+			pb, err := cmds[i].Bytes()
+			if err == redis.Nil {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("redisstore: list runs: %w", err)
+			}
+			r := &messages.SharedRun{}
+			if err := unmarshal("run", pb, r); err != nil {
+				return nil, err
+			}
+			if f.Status != "" && r.Status != f.Status {
+				continue
+			}
+			matched = append(matched, r)
+			if len(matched) == limit {
+				cutoff = z.Score
+			}
+		}
+		if done || len(zs) < runPage {
+			break
+		}
+	}
+	sort.SliceStable(matched, func(i, j int) bool {
+		if matched[i].CreatedAt != matched[j].CreatedAt {
+			return matched[i].CreatedAt > matched[j].CreatedAt
+		}
+		return matched[i].SharedRunId < matched[j].SharedRunId
+	})
+	if len(matched) > limit {
+		matched = matched[:limit]
+	}
+	if matched == nil {
+		matched = []*messages.SharedRun{}
+	}
+	return matched, nil
+}

@@ -1,0 +1,241 @@
+package redisstore
+
+import "github.com/redis/go-redis/v9"
+
+// The Lua scripts. Keys that a script derives from a value it reads (a run's ledger, an
+// instance's execution index) are built from a prefix passed in ARGV; dair does not use Redis
+// Cluster, so every key lives on the one server. Deadlines and "now" are Unix microseconds.
+
+// scriptCAS writes a versioned record if its version is unchanged.
+// KEYS[1] record hash. ARGV[1] expected ver, ARGV[2] new pb.
+// Returns -1 missing, 0 conflict, 1 written.
+var scriptCAS = redis.NewScript(`
+local v = redis.call('HGET', KEYS[1], 'ver')
+if not v then return -1 end
+if v ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'pb', ARGV[2])
+redis.call('HINCRBY', KEYS[1], 'ver', 1)
+return 1
+`)
+
+// scriptCreateRun stores a run unless its id or its tenant's idempotency key is taken.
+// KEYS[1] run hash, KEYS[2] idempotency key, KEYS[3] all-runs index, KEYS[4] tenant index.
+// ARGV[1] pb, ARGV[2] created_at score, ARGV[3] id, ARGV[4] '1' when an idempotency key is
+// set, ARGV[5] run key prefix. Returns {1} created, {0, pb} existing by key, {2} id taken.
+var scriptCreateRun = redis.NewScript(`
+if ARGV[4] == '1' then
+  local ex = redis.call('GET', KEYS[2])
+  if ex then
+    local pb = redis.call('HGET', ARGV[5] .. ex, 'pb')
+    if pb then return {0, pb} end
+  end
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then return {2} end
+redis.call('HSET', KEYS[1], 'pb', ARGV[1], 'ver', '1')
+if ARGV[4] == '1' then redis.call('SET', KEYS[2], ARGV[3]) end
+redis.call('ZADD', KEYS[3], ARGV[2], ARGV[3])
+redis.call('ZADD', KEYS[4], ARGV[2], ARGV[3])
+return {1}
+`)
+
+// scriptCreateVersioned stores a versioned record unless it exists and indexes it.
+// KEYS[1] record hash, KEYS[2] index zset. ARGV[1] pb, ARGV[2] score, ARGV[3] id.
+// Returns 1 created, 0 exists.
+var scriptCreateVersioned = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'pb', ARGV[1], 'ver', '1')
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+return 1
+`)
+
+// scriptEnqueue makes an item pending at the tail unless it is pending or claimed.
+// KEYS[1] pending zset, KEYS[2] claimed zset, KEYS[3] sequence counter. ARGV[1] run id.
+var scriptEnqueue = redis.NewScript(`
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], redis.call('INCR', KEYS[3]), ARGV[1])
+return 1
+`)
+
+// scriptClaim returns timed-out claims to the pending tail, then claims up to max oldest items.
+// KEYS[1] pending zset, KEYS[2] claimed zset (score = deadline), KEYS[3] token hash,
+// KEYS[4] sequence counter. ARGV[1] now, ARGV[2] deadline, ARGV[3] max, ARGV[4..] tokens.
+// Returns a flat list id1, token1, id2, token2, ...
+var scriptClaim = redis.NewScript(`
+local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1])
+for _, id in ipairs(expired) do
+  redis.call('ZREM', KEYS[2], id)
+  redis.call('HDEL', KEYS[3], id)
+  redis.call('ZADD', KEYS[1], redis.call('INCR', KEYS[4]), id)
+end
+local out = {}
+local max = tonumber(ARGV[3])
+if max <= 0 then return out end
+local ids = redis.call('ZRANGE', KEYS[1], 0, max - 1)
+for i, id in ipairs(ids) do
+  local token = ARGV[3 + i]
+  redis.call('ZREM', KEYS[1], id)
+  redis.call('ZADD', KEYS[2], ARGV[2], id)
+  redis.call('HSET', KEYS[3], id, token)
+  out[#out + 1] = id
+  out[#out + 1] = token
+end
+return out
+`)
+
+// scriptAck removes a claimed item if the token still holds it.
+// KEYS[1] claimed zset, KEYS[2] token hash. ARGV[1] id, ARGV[2] token. Returns 1 or 0 (lost).
+var scriptAck = redis.NewScript(`
+if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+return 1
+`)
+
+// scriptRelease makes a claimed item pending at the tail if the token still holds it.
+// KEYS[1] pending zset, KEYS[2] claimed zset, KEYS[3] token hash, KEYS[4] sequence counter.
+// ARGV[1] id, ARGV[2] token. Returns 1 or 0 (lost).
+var scriptRelease = redis.NewScript(`
+if redis.call('HGET', KEYS[3], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[3], ARGV[1])
+redis.call('ZADD', KEYS[1], redis.call('INCR', KEYS[4]), ARGV[1])
+return 1
+`)
+
+// scriptGCInstances deletes registry entries whose heartbeat deadline has passed.
+// KEYS[1] deadline zset. ARGV[1] now, ARGV[2] instance key prefix. Returns the count.
+var scriptGCInstances = redis.NewScript(`
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+for _, id in ipairs(ids) do
+  redis.call('ZREM', KEYS[1], id)
+  redis.call('DEL', ARGV[2] .. id)
+end
+return #ids
+`)
+
+// scriptReserve holds a slot for a run if fewer than limit live holds exist.
+// KEYS[1] holds zset (score = deadline). ARGV[1] now, ARGV[2] deadline, ARGV[3] run id,
+// ARGV[4] limit. Returns 1 held, 0 full.
+var scriptReserve = redis.NewScript(`
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZSCORE', KEYS[1], ARGV[3]) or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[4]) then
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
+  return 1
+end
+return 0
+`)
+
+// scriptRefresh extends live holds. KEYS[1] holds zset. ARGV[1] now, ARGV[2] deadline,
+// ARGV[3..] run ids.
+var scriptRefresh = redis.NewScript(`
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+for i = 3, #ARGV do
+  redis.call('ZADD', KEYS[1], 'XX', ARGV[2], ARGV[i])
+end
+return 1
+`)
+
+// scriptCreateExecution stores an execution unless it exists.
+// KEYS[1] execution hash, KEYS[2] its instance index set. ARGV[1] pb, ARGV[2] epoch,
+// ARGV[3] owner, ARGV[4] instance, ARGV[5] updated_at, ARGV[6] '1' terminal, ARGV[7] run,
+// ARGV[8] id. Returns 1 created, 0 exists.
+var scriptCreateExecution = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'pb', ARGV[1], 'ver', '1', 'epoch', ARGV[2], 'owner', ARGV[3],
+  'inst', ARGV[4], 'upd', ARGV[5], 'term', ARGV[6], 'run', ARGV[7])
+if ARGV[6] == '0' and ARGV[4] ~= '' then redis.call('SADD', KEYS[2], ARGV[8]) end
+return 1
+`)
+
+// scriptAcquireExecution increments the epoch and takes ownership.
+// KEYS[1] execution hash. ARGV[1] owner, ARGV[2] instance, ARGV[3] updated_at,
+// ARGV[4] instance index prefix, ARGV[5] id. Returns the new epoch, or -1 when missing.
+var scriptAcquireExecution = redis.NewScript(`
+local cur = redis.call('HMGET', KEYS[1], 'inst', 'term')
+if not cur[2] then return -1 end
+if cur[1] and cur[1] ~= '' then redis.call('SREM', ARGV[4] .. cur[1], ARGV[5]) end
+local e = redis.call('HINCRBY', KEYS[1], 'epoch', 1)
+redis.call('HINCRBY', KEYS[1], 'ver', 1)
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'inst', ARGV[2], 'upd', ARGV[3])
+if cur[2] == '0' and ARGV[2] ~= '' then redis.call('SADD', ARGV[4] .. ARGV[2], ARGV[5]) end
+return e
+`)
+
+// scriptUpdateExecution writes an execution if its epoch and version are unchanged.
+// KEYS[1] execution hash. ARGV[1] ver, ARGV[2] epoch, ARGV[3] pb, ARGV[4] owner,
+// ARGV[5] instance, ARGV[6] updated_at, ARGV[7] '1' terminal, ARGV[8] index prefix, ARGV[9] id.
+// Returns -1 missing, 0 conflict, 1 written, 2 stale epoch.
+var scriptUpdateExecution = redis.NewScript(`
+local cur = redis.call('HMGET', KEYS[1], 'ver', 'epoch', 'inst')
+if not cur[1] then return -1 end
+if cur[2] ~= ARGV[2] then return 2 end
+if cur[1] ~= ARGV[1] then return 0 end
+if cur[3] and cur[3] ~= '' then redis.call('SREM', ARGV[8] .. cur[3], ARGV[9]) end
+redis.call('HSET', KEYS[1], 'pb', ARGV[3], 'owner', ARGV[4], 'inst', ARGV[5], 'upd', ARGV[6],
+  'term', ARGV[7])
+redis.call('HINCRBY', KEYS[1], 'ver', 1)
+if ARGV[7] == '0' and ARGV[5] ~= '' then redis.call('SADD', ARGV[8] .. ARGV[5], ARGV[9]) end
+return 1
+`)
+
+// Commit results of scriptCommit.
+const (
+	commitOK       = 0
+	commitNotFound = -1
+	commitStale    = -2
+	commitDone     = -3
+)
+
+// scriptCommit is the fenced step commit: epoch check, already-succeeded check, step write and
+// ledger appends, all or nothing.
+// KEYS[1] execution hash, KEYS[2] step pb hash, KEYS[3] step status hash. ARGV[1] epoch,
+// ARGV[2] step id, ARGV[3] step pb, ARGV[4] step status, ARGV[5] ledger key prefix,
+// then pairs (run id, empty for the execution's run; entry pb).
+// Returns 0 ok, -1 not found, -2 stale epoch, -3 already committed.
+var scriptCommit = redis.NewScript(`
+local cur = redis.call('HMGET', KEYS[1], 'epoch', 'run')
+if not cur[1] then return -1 end
+if cur[1] ~= ARGV[1] then return -2 end
+if ARGV[4] == 'succeeded' and redis.call('HGET', KEYS[3], ARGV[2]) == 'succeeded' then return -3 end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+redis.call('HSET', KEYS[3], ARGV[2], ARGV[4])
+for i = 6, #ARGV, 2 do
+  local run = ARGV[i]
+  if run == '' then run = cur[2] or '' end
+  redis.call('RPUSH', ARGV[5] .. run, ARGV[i + 1])
+end
+return 0
+`)
+
+// scriptAppend appends ledger entries. KEYS[i] is the ledger list of ARGV[i] (entry pb).
+// Returns the new length of each list after its push (the entry's Seq).
+var scriptAppend = redis.NewScript(`
+local out = {}
+for i = 1, #KEYS do
+  out[i] = redis.call('RPUSH', KEYS[i], ARGV[i])
+end
+return out
+`)
+
+// scriptAcquireLease takes or renews a lease.
+// KEYS[1] lease hash. ARGV[1] holder, ARGV[2] now, ARGV[3] deadline. Returns 1 held, 0 taken.
+var scriptAcquireLease = redis.NewScript(`
+local cur = redis.call('HMGET', KEYS[1], 'holder', 'deadline')
+if cur[1] and cur[1] ~= ARGV[1] and tonumber(cur[2]) > tonumber(ARGV[2]) then return 0 end
+redis.call('HSET', KEYS[1], 'holder', ARGV[1], 'deadline', ARGV[3])
+return 1
+`)
+
+// scriptReleaseLease drops a lease held by holder. KEYS[1] lease hash. ARGV[1] holder.
+var scriptReleaseLease = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'holder') == ARGV[1] then redis.call('DEL', KEYS[1]) return 1 end
+return 0
+`)
+
+// allScripts are loaded by Open.
+var allScripts = []*redis.Script{
+	scriptCAS, scriptCreateRun, scriptCreateVersioned, scriptEnqueue, scriptClaim, scriptAck,
+	scriptRelease, scriptGCInstances, scriptReserve, scriptRefresh, scriptCreateExecution,
+	scriptAcquireExecution, scriptUpdateExecution, scriptCommit, scriptAppend,
+	scriptAcquireLease, scriptReleaseLease,
+}
