@@ -1,0 +1,193 @@
+package dag
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+)
+
+// RetryPolicy says how often a failed step is attempted and how long to wait in between.
+type RetryPolicy struct {
+	// MaxAttempts is the total number of attempts; 0 means 1 (no retry).
+	MaxAttempts int
+	// Backoff is the wait before the second attempt; later waits double it.
+	Backoff time.Duration
+	// MaxBackoff caps the wait; 0 means no cap.
+	MaxBackoff time.Duration
+}
+
+// Attempts returns the effective number of attempts: MaxAttempts, or 1 when it is 0.
+func (r RetryPolicy) Attempts() int {
+	if r.MaxAttempts <= 0 {
+		return 1
+	}
+	return r.MaxAttempts
+}
+
+// Step is one node of a pipeline.
+type Step struct {
+	// ID is unique within the pipeline.
+	ID string
+	// Uses names the registered step handler.
+	Uses string
+	// With is the handler's input; its string values are templates (see RenderWith). Parsed
+	// pipelines hold only JSON-like values: nil, bool, float64, string, []any, map[string]any.
+	With map[string]any
+	// Needs lists the steps that must succeed before this one starts.
+	Needs []string
+	// Retry is the step's retry policy.
+	Retry RetryPolicy
+	// Timeout bounds one attempt; 0 means no timeout.
+	Timeout time.Duration
+}
+
+// Pipeline is a parsed pipeline definition.
+type Pipeline struct {
+	// Key is the stable name runs are submitted under.
+	Key string
+	// Description is free text.
+	Description string
+	// Steps in document order.
+	Steps []Step
+	// Hash is the hex SHA-256 of the pipeline's canonical form (see ComputeHash); Parse and
+	// Load set it.
+	Hash string
+	// Source is the document the pipeline was parsed from, nil for pipelines built in Go.
+	Source []byte
+}
+
+// Step returns the step with the given id. The pointer refers into p.Steps.
+func (p *Pipeline) Step(id string) (*Step, bool) {
+	if p == nil {
+		return nil, false
+	}
+	for i := range p.Steps {
+		if p.Steps[i].ID == id {
+			return &p.Steps[i], true
+		}
+	}
+	return nil, false
+}
+
+// Parse decodes a pipeline document: JSON when its first non-space byte is '{', YAML
+// otherwise. Decoding is strict: unknown fields are an error. Parse checks syntax and shape
+// only (durations, value types) and sets Hash and Source; call Validate, or use Load, for the
+// rules. Errors are *ParseError or *ValidationError, both matching ErrInvalid.
+func Parse(data []byte) (*Pipeline, error) {
+	var (
+		raw *rawPipeline
+		err error
+	)
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	if len(trimmed) > 0 && trimmed[0] == '{' {
+		raw, err = decodeJSON(data)
+	} else {
+		raw, err = decodeYAML(data)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p, err := raw.pipeline()
+	if err != nil {
+		return nil, err
+	}
+	p.Source = bytes.Clone(data)
+	hash, err := p.ComputeHash()
+	if err != nil {
+		return nil, err
+	}
+	p.Hash = hash
+	return p, nil
+}
+
+// Load parses, validates and hashes a pipeline document. knownHandler reports whether a `uses`
+// name is registered; nil skips that check. Errors match ErrInvalid.
+func Load(data []byte, knownHandler func(string) bool) (*Pipeline, error) {
+	p, err := Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := Validate(p, knownHandler); err != nil {
+		return nil, err
+	}
+	hash, err := p.ComputeHash()
+	if err != nil {
+		return nil, fmt.Errorf("dag: load %q: %w", p.Key, err)
+	}
+	p.Hash = hash
+	return p, nil
+}
+
+// rawPipeline is the document shape shared by YAML and JSON.
+type rawPipeline struct {
+	Key         string    `yaml:"key" json:"key"`
+	Description string    `yaml:"description" json:"description"`
+	Steps       []rawStep `yaml:"steps" json:"steps"`
+}
+
+type rawStep struct {
+	ID      string         `yaml:"id" json:"id"`
+	Uses    string         `yaml:"uses" json:"uses"`
+	With    map[string]any `yaml:"with" json:"with"`
+	Needs   []string       `yaml:"needs" json:"needs"`
+	Retry   *rawRetry      `yaml:"retry" json:"retry"`
+	Timeout any            `yaml:"timeout" json:"timeout"`
+}
+
+type rawRetry struct {
+	MaxAttempts int `yaml:"max_attempts" json:"max_attempts"`
+	Backoff     any `yaml:"backoff" json:"backoff"`
+	MaxBackoff  any `yaml:"max_backoff" json:"max_backoff"`
+}
+
+// pipeline converts the decoded document, parsing durations and normalizing `with` values.
+func (r *rawPipeline) pipeline() (*Pipeline, error) {
+	p := &Pipeline{Key: r.Key, Description: r.Description, Steps: make([]Step, 0, len(r.Steps))}
+	for _, rs := range r.Steps {
+		s := Step{ID: rs.ID, Uses: rs.Uses}
+		if len(rs.Needs) > 0 {
+			s.Needs = append([]string(nil), rs.Needs...)
+		}
+		if rs.With != nil {
+			with, field, err := normalizeWith(rs.With)
+			if err != nil {
+				return nil, &ValidationError{Kind: KindBadWith, StepID: rs.ID, Field: field, Detail: err.Error()}
+			}
+			s.With = with
+		}
+		var err error
+		if s.Timeout, err = parseDuration(rs.Timeout); err != nil {
+			return nil, &ValidationError{Kind: KindBadTimeout, StepID: rs.ID, Field: "timeout", Detail: err.Error()}
+		}
+		if rs.Retry != nil {
+			s.Retry.MaxAttempts = rs.Retry.MaxAttempts
+			if s.Retry.Backoff, err = parseDuration(rs.Retry.Backoff); err != nil {
+				return nil, &ValidationError{Kind: KindBadRetry, StepID: rs.ID, Field: "retry.backoff", Detail: err.Error()}
+			}
+			if s.Retry.MaxBackoff, err = parseDuration(rs.Retry.MaxBackoff); err != nil {
+				return nil, &ValidationError{Kind: KindBadRetry, StepID: rs.ID, Field: "retry.max_backoff", Detail: err.Error()}
+			}
+		}
+		p.Steps = append(p.Steps, s)
+	}
+	return p, nil
+}
+
+// parseDuration accepts a Go duration string; nil (absent) is zero.
+func parseDuration(v any) (time.Duration, error) {
+	switch d := v.(type) {
+	case nil:
+		return 0, nil
+	case string:
+		if d == "" {
+			return 0, nil
+		}
+		out, err := time.ParseDuration(d)
+		if err != nil {
+			return 0, fmt.Errorf("want a duration such as \"10s\": %w", err)
+		}
+		return out, nil
+	default:
+		return 0, fmt.Errorf("want a duration string such as \"10s\", got %v", v)
+	}
+}

@@ -1,0 +1,255 @@
+package dag
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"text/template/parse"
+)
+
+// validateTemplates parses every templated string of every step's `with` and checks what it
+// references: only .input, .steps, .tenant_id and .execution_id at the root, only steps in the
+// step's transitive needs, and only their .output. References through variables other than $,
+// or inside range/with bodies, are not followed.
+func validateTemplates(p *Pipeline, g *Graph) error {
+	anc := make(map[string]map[string]bool, len(p.Steps))
+	for _, s := range p.Steps {
+		if len(s.With) == 0 {
+			continue
+		}
+		c := &templateChecker{step: s.ID, exists: g.level, ancestors: g.ancestors(s.ID, anc)}
+		if err := c.value(s.With, "with"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ancestors returns the transitive needs of id, memoized in memo.
+func (g *Graph) ancestors(id string, memo map[string]map[string]bool) map[string]bool {
+	if a, ok := memo[id]; ok {
+		return a
+	}
+	a := make(map[string]bool)
+	for _, n := range g.needs[id] {
+		a[n] = true
+		for m := range g.ancestors(n, memo) {
+			a[m] = true
+		}
+	}
+	memo[id] = a
+	return a
+}
+
+type templateChecker struct {
+	step      string
+	exists    map[string]int
+	ancestors map[string]bool
+	field     string // the with path being checked
+}
+
+func (c *templateChecker) fail(format string, args ...any) error {
+	return &ValidationError{Kind: KindBadTemplate, StepID: c.step, Field: c.field, Detail: fmt.Sprintf(format, args...)}
+}
+
+func (c *templateChecker) value(v any, path string) error {
+	switch x := v.(type) {
+	case string:
+		return c.text(x, path)
+	case map[string]any:
+		for _, k := range sortedKeys(x) {
+			if err := c.value(x[k], path+"."+k); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if err := c.value(e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case map[string]string:
+		for _, k := range sortedKeys(x) {
+			if err := c.text(x[k], path+"."+k); err != nil {
+				return err
+			}
+		}
+	case []string:
+		for i, e := range x {
+			if err := c.text(e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (c *templateChecker) text(s, path string) error {
+	if !strings.Contains(s, "{{") {
+		return nil
+	}
+	c.field = path
+	t, err := newTemplate(path).Parse(s)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	templates := t.Templates()
+	sort.Slice(templates, func(i, j int) bool { return templates[i].Name() < templates[j].Name() })
+	for _, tt := range templates {
+		if tt.Tree == nil || tt.Tree.Root == nil {
+			continue
+		}
+		if err := c.node(tt.Tree.Root, tt.Name() == path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// node walks n; root reports whether dot is the template data there.
+func (c *templateChecker) node(n parse.Node, root bool) error {
+	switch x := n.(type) {
+	case *parse.ListNode:
+		if x == nil {
+			return nil
+		}
+		for _, e := range x.Nodes {
+			if err := c.node(e, root); err != nil {
+				return err
+			}
+		}
+	case *parse.ActionNode:
+		return c.pipe(x.Pipe, root)
+	case *parse.TemplateNode:
+		return c.pipe(x.Pipe, root)
+	case *parse.IfNode:
+		return c.branch(&x.BranchNode, root, root)
+	case *parse.WithNode:
+		return c.branch(&x.BranchNode, root, false)
+	case *parse.RangeNode:
+		if x.Pipe != nil && len(x.Pipe.Cmds) == 1 && len(x.Pipe.Cmds[0].Args) == 1 {
+			if _, ok := x.Pipe.Cmds[0].Args[0].(*parse.NumberNode); ok {
+				return c.fail("range over a number literal is not allowed")
+			}
+		}
+		return c.branch(&x.BranchNode, root, false)
+	}
+	return nil
+}
+
+// branch walks if/with/range: the pipeline and else branch see the outer dot, the body inner.
+func (c *templateChecker) branch(b *parse.BranchNode, root, innerRoot bool) error {
+	if err := c.pipe(b.Pipe, root); err != nil {
+		return err
+	}
+	if err := c.node(b.List, innerRoot); err != nil {
+		return err
+	}
+	if b.ElseList != nil {
+		return c.node(b.ElseList, root)
+	}
+	return nil
+}
+
+func (c *templateChecker) pipe(p *parse.PipeNode, root bool) error {
+	if p == nil {
+		return nil
+	}
+	for _, cmd := range p.Cmds {
+		if err := c.command(cmd, root); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *templateChecker) command(cmd *parse.CommandNode, root bool) error {
+	args := cmd.Args
+	if len(args) >= 2 {
+		if id, ok := args[0].(*parse.IdentifierNode); ok && id.Ident == "index" {
+			if base, ok := rootPath(args[1], root); ok {
+				path := base
+				for _, a := range args[2:] {
+					s, ok := a.(*parse.StringNode)
+					if !ok {
+						break
+					}
+					path = append(path, s.Text)
+				}
+				if err := c.ref(path); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, a := range args {
+		if err := c.arg(a, root); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *templateChecker) arg(a parse.Node, root bool) error {
+	switch x := a.(type) {
+	case *parse.FieldNode, *parse.VariableNode:
+		if path, ok := rootPath(x, root); ok {
+			return c.ref(path)
+		}
+	case *parse.PipeNode:
+		return c.pipe(x, root)
+	case *parse.ChainNode:
+		return c.arg(x.Node, root)
+	}
+	return nil
+}
+
+// rootPath returns the field names of a node that starts at the template data: .a.b (when dot
+// is the data), $.a.b, or . itself.
+func rootPath(n parse.Node, root bool) ([]string, bool) {
+	switch x := n.(type) {
+	case *parse.FieldNode:
+		if root {
+			return append([]string(nil), x.Ident...), true
+		}
+	case *parse.VariableNode:
+		if len(x.Ident) > 0 && x.Ident[0] == "$" {
+			return append([]string(nil), x.Ident[1:]...), true
+		}
+	case *parse.DotNode:
+		if root {
+			return nil, true
+		}
+	}
+	return nil, false
+}
+
+// ref checks one reference into the template data.
+func (c *templateChecker) ref(path []string) error {
+	if len(path) == 0 {
+		return nil
+	}
+	if !rootFields[path[0]] {
+		return c.fail("unknown field .%s (templates see .input, .steps, .tenant_id, .execution_id)", path[0])
+	}
+	if path[0] != "steps" || len(path) < 2 {
+		return nil
+	}
+	id := path[1]
+	switch {
+	case id == c.step:
+		return c.fail("template references the step's own output")
+	case !c.hasStep(id):
+		return c.fail("template references unknown step %q", id)
+	case !c.ancestors[id]:
+		return c.fail("template references step %q, which is not in the step's needs", id)
+	case len(path) >= 3 && path[2] != "output":
+		return c.fail("template references .steps.%s.%s; a step exposes only .output", id, path[2])
+	}
+	return nil
+}
+
+func (c *templateChecker) hasStep(id string) bool {
+	_, ok := c.exists[id]
+	return ok
+}
