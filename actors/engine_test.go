@@ -1,0 +1,270 @@
+package actors_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/internal/handlers"
+	"github.com/dairuntime/dair/internal/step"
+	"github.com/dairuntime/dair/messages"
+	"github.com/dairuntime/dair/testkit"
+)
+
+// counter is a step handler that counts calls per step id and can panic or block on demand.
+type counter struct {
+	mu       sync.Mutex // guards calls
+	calls    map[string]int
+	panicOn  map[string]int // step id -> attempt that panics
+	delay    time.Duration
+	snapshot *messages.ExecutionContextSnapshot
+}
+
+func newCounter() *counter { return &counter{calls: map[string]int{}, panicOn: map[string]int{}} }
+
+func (c *counter) Run(ctx context.Context, r *step.Request) (step.Result, error) {
+	c.mu.Lock()
+	c.calls[r.StepID]++
+	p := c.panicOn[r.StepID]
+	c.snapshot = r.Snapshot
+	c.mu.Unlock()
+	if p == r.Attempt {
+		panic("boom in " + r.StepID)
+	}
+	if c.delay > 0 {
+		t := time.NewTimer(c.delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return step.Result{}, ctx.Err()
+		}
+	}
+	return step.Result{Output: map[string]any{"step": r.StepID, "attempt": r.Attempt}}, nil
+}
+
+func (c *counter) count(id string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls[id]
+}
+
+func registryWith(t *testing.T, name string, h step.Handler) *step.Registry {
+	t.Helper()
+	reg := step.NewRegistry()
+	require.NoError(t, handlers.Register(reg, handlers.Options{}))
+	require.NoError(t, reg.Register(name, h))
+	return reg
+}
+
+// chain returns a pipeline of n sequential steps using handler uses.
+func chain(key, uses string, n int, extra string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "key: %s\nsteps:\n", key)
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "  - id: s%02d\n    uses: %s\n%s", i, uses, extra)
+		if i > 1 {
+			fmt.Fprintf(&b, "    needs: [s%02d]\n", i-1)
+		}
+	}
+	return b.String()
+}
+
+func tenantSnap(tenant string) *messages.ExecutionContextSnapshot {
+	return &messages.ExecutionContextSnapshot{TenantId: tenant, OrgId: "org-1", UserId: "user-1", CorrelationId: "corr-1",
+		RequestedBy: "user-1", Source: "test", Roles: []string{"tenant"}}
+}
+
+func ledgerKinds(t *testing.T, n *actors.Node, runID string) (map[string]int, []*messages.LedgerEntry) {
+	t.Helper()
+	_, entries, err := n.Ledger(context.Background(), runID, 0)
+	require.NoError(t, err)
+	kinds := map[string]int{}
+	for _, e := range entries {
+		kinds[e.Kind]++
+	}
+	return kinds, entries
+}
+
+func succeededPerStep(entries []*messages.LedgerEntry) map[string]int {
+	m := map[string]int{}
+	for _, e := range entries {
+		if e.Kind == messages.KindStepSucceeded {
+			m[e.StepId]++
+		}
+	}
+	return m
+}
+
+func TestExecution_handlerPanicFailsOnlyThatAttempt(t *testing.T) {
+	c := newCounter()
+	c.panicOn["s02"] = 1
+	n := testkit.StartNode(t, testkit.NodeOptions{Config: actors.Config{Handlers: registryWith(t, "count", c)}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := n.PutPipeline(ctx, []byte(chain("panicky", "count", 3, "    retry: {max_attempts: 2, backoff: 10ms}\n")))
+	require.NoError(t, err)
+	run, err := n.Submit(ctx, actors.SubmitRequest{Pipeline: "panicky", Snapshot: tenantSnap("acme")})
+	require.NoError(t, err)
+	done, err := n.Await(ctx, run.SharedRunId)
+	require.NoError(t, err)
+	require.Equal(t, messages.RunSucceeded, done.Status, done.FailureReason)
+	require.Equal(t, 2, c.count("s02"))
+	require.Equal(t, 1, c.count("s01"))
+	_, entries := ledgerKinds(t, n, run.SharedRunId)
+	var failed []*messages.LedgerEntry
+	for _, e := range entries {
+		if e.Kind == messages.KindStepFailed {
+			failed = append(failed, e)
+		}
+	}
+	require.Len(t, failed, 1)
+	require.Equal(t, "s02", failed[0].StepId)
+	require.Contains(t, failed[0].Reason, "panicked")
+	require.Equal(t, map[string]int{"s01": 1, "s02": 1, "s03": 1}, succeededPerStep(entries))
+}
+
+func TestExecution_injectedPanicRestartsAndRehydrates(t *testing.T) {
+	for _, b := range testkit.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			c := newCounter()
+			c.delay = 50 * time.Millisecond
+			n := testkit.StartNode(t, testkit.NodeOptions{Backend: b, Config: actors.Config{Handlers: registryWith(t, "count", c)}})
+			tap := testkit.TapSupervisorEvents(t, n.System())
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, err := n.PutPipeline(ctx, []byte(chain("eight", "count", 8, "")))
+			require.NoError(t, err)
+			run, err := n.Submit(ctx, actors.SubmitRequest{Pipeline: "eight", Snapshot: tenantSnap("acme")})
+			require.NoError(t, err)
+			var before map[string]int
+			testkit.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool {
+				_, entries := ledgerKinds(t, n, run.SharedRunId)
+				before = succeededPerStep(entries)
+				return len(before) >= 3
+			}, "three steps committed")
+			require.NoError(t, n.InjectExecutionPanic(ctx, run.SharedRunId))
+			tap.ExpectSupervisorEvent(5 * time.Second)
+			done, err := n.Await(ctx, run.SharedRunId)
+			require.NoError(t, err)
+			require.Equal(t, messages.RunSucceeded, done.Status, done.FailureReason)
+			_, entries := ledgerKinds(t, n, run.SharedRunId)
+			per := succeededPerStep(entries)
+			require.Len(t, per, 8)
+			for id, k := range per {
+				require.Equal(t, 1, k, "step %s succeeded %d times", id, k)
+			}
+			for id := range before {
+				require.Equal(t, 1, c.count(id), "committed step %s was called again after the restart", id)
+			}
+		})
+	}
+}
+
+func TestExecution_staleEpochStopsExecution(t *testing.T) {
+	for _, b := range testkit.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			c := newCounter()
+			c.delay = 40 * time.Millisecond
+			n := testkit.StartNode(t, testkit.NodeOptions{Backend: b, Config: actors.Config{Handlers: registryWith(t, "count", c),
+				RecoveryInterval: time.Hour}})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, err := n.PutPipeline(ctx, []byte(chain("ten", "count", 10, "")))
+			require.NoError(t, err)
+			run, err := n.Submit(ctx, actors.SubmitRequest{Pipeline: "ten", Snapshot: tenantSnap("acme")})
+			require.NoError(t, err)
+			var execID string
+			testkit.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool {
+				r, err := n.GetRun(ctx, run.SharedRunId)
+				require.NoError(t, err)
+				execID = r.ExecutionId
+				_, entries := ledgerKinds(t, n, run.SharedRunId)
+				return len(succeededPerStep(entries)) >= 2
+			}, "two steps committed")
+			// Another owner takes the execution over: our epoch is now stale.
+			newEpoch, err := n.Store().AcquireExecution(ctx, execID, "someone-else", "elsewhere")
+			require.NoError(t, err)
+			require.Greater(t, newEpoch, int64(1))
+			testkit.Eventually(t, 10*time.Second, 10*time.Millisecond, func() bool {
+				d, err := n.Store().GetInstance(ctx, "runtime-instance-1")
+				return err == nil && d.RunningRunCount == 0
+			}, "fenced execution stopped")
+			_, stepsAfter, err := n.Store().GetExecution(ctx, execID)
+			require.NoError(t, err)
+			for _, st := range stepsAfter {
+				require.Less(t, st.Epoch, newEpoch, "a write with the stale epoch landed for %s", st.StepId)
+			}
+			kinds, _ := ledgerKinds(t, n, run.SharedRunId)
+			require.Zero(t, kinds[messages.KindRunSucceeded])
+			r, err := n.GetRun(ctx, run.SharedRunId)
+			require.NoError(t, err)
+			require.False(t, messages.IsTerminalRun(r.Status), "a fenced execution must not finalize the run")
+		})
+	}
+}
+
+func TestExecution_snapshotArrivesUnchanged(t *testing.T) {
+	c := newCounter()
+	n := testkit.StartNode(t, testkit.NodeOptions{Config: actors.Config{Handlers: registryWith(t, "count", c)}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := n.PutPipeline(ctx, []byte(chain("one", "count", 1, "")))
+	require.NoError(t, err)
+	snap := tenantSnap("acme")
+	snap.TenantGroupId = "acme-group"
+	run, err := n.Submit(ctx, actors.SubmitRequest{Pipeline: "one", Snapshot: snap, CorrelationID: "corr-1"})
+	require.NoError(t, err)
+	done, err := n.Await(ctx, run.SharedRunId)
+	require.NoError(t, err)
+	require.Equal(t, messages.RunSucceeded, done.Status)
+	c.mu.Lock()
+	got := c.snapshot
+	c.mu.Unlock()
+	require.True(t, proto.Equal(snap, got), "snapshot changed on the way: sent %v, got %v", snap, got)
+}
+
+func TestInstance_rejectsRunWithoutSnapshot(t *testing.T) {
+	n := testkit.StartNode(t, testkit.NodeOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, n.CreateInstance(ctx, actors.InstanceSpec{ID: "runtime-instance-9", Settings: &messages.TenantSettings{TenantId: "default"}}))
+	var pid *actor.PID
+	testkit.Eventually(t, 5*time.Second, 5*time.Millisecond, func() bool {
+		p, ok := n.LocalInstance("runtime-instance-9")
+		pid = p
+		return ok
+	}, "instance started")
+	res, err := n.System().Root.RequestFuture(pid, &messages.DispatchRequest{SharedRunId: "r1", PipelineKey: "p"}, 5*time.Second).Result()
+	require.NoError(t, err)
+	pr := res.(*messages.ProviderResult)
+	require.False(t, pr.Ok)
+	require.Equal(t, "missing-execution-context", pr.Reason)
+	require.False(t, pr.Retryable)
+}
+
+func TestNode_directSubmitMode(t *testing.T) {
+	n := testkit.StartNode(t, testkit.NodeOptions{Config: actors.Config{SubmitMode: actors.SubmitDirect}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := n.PutPipeline(ctx, []byte(threeStep))
+	require.NoError(t, err)
+	for i := 0; i < 3; i++ {
+		run, err := n.Submit(ctx, actors.SubmitRequest{Pipeline: "three", Input: []byte(`{"name":"d"}`), Snapshot: tenantSnap("acme")})
+		require.NoError(t, err)
+		done, err := n.Await(ctx, run.SharedRunId)
+		require.NoError(t, err)
+		require.Equal(t, messages.RunSucceeded, done.Status, done.FailureReason)
+	}
+	_, err = n.Submit(ctx, actors.SubmitRequest{Pipeline: "nope", Snapshot: tenantSnap("acme")})
+	require.True(t, errors.Is(err, actors.ErrUnknownPipeline), err)
+}
