@@ -24,12 +24,21 @@ import (
 type counter struct {
 	mu       sync.Mutex // guards calls
 	calls    map[string]int
+	finished map[string]int
 	panicOn  map[string]int // step id -> attempt that panics
 	delay    time.Duration
 	snapshot *messages.ExecutionContextSnapshot
 }
 
-func newCounter() *counter { return &counter{calls: map[string]int{}, panicOn: map[string]int{}} }
+func newCounter() *counter {
+	return &counter{calls: map[string]int{}, finished: map[string]int{}, panicOn: map[string]int{}}
+}
+
+func (c *counter) done(id string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.finished[id]
+}
 
 func (c *counter) Run(ctx context.Context, r *step.Request) (step.Result, error) {
 	c.mu.Lock()
@@ -49,6 +58,9 @@ func (c *counter) Run(ctx context.Context, r *step.Request) (step.Result, error)
 			return step.Result{}, ctx.Err()
 		}
 	}
+	c.mu.Lock()
+	c.finished[r.StepID]++
+	c.mu.Unlock()
 	return step.Result{Output: map[string]any{"step": r.StepID, "attempt": r.Attempt}}, nil
 }
 
