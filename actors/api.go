@@ -169,7 +169,7 @@ func (n *Node) RunSteps(ctx context.Context, run *messages.SharedRun) ([]*messag
 
 // Await blocks until the run is final or ctx ends, and returns it.
 func (n *Node) Await(ctx context.Context, id string) (*messages.SharedRun, error) {
-	ch, cancel := n.env.hub.Subscribe(id)
+	ch, cancel := n.env.hub.SubscribeTerminal(id)
 	defer cancel()
 	poll := time.NewTicker(200 * time.Millisecond)
 	defer poll.Stop()
@@ -297,6 +297,7 @@ func (n *Node) PutTenant(ctx context.Context, t *messages.TenantSettings) (*mess
 	if err := n.env.st.PutTenant(ctx, nt); err != nil {
 		return nil, err
 	}
+	n.core.tenants.drop(nt.TenantId)
 	return nt, nil
 }
 
@@ -322,6 +323,7 @@ func (n *Node) SetSuspended(ctx context.Context, id string, suspended bool) (*me
 	if err := n.env.st.PutTenant(ctx, t); err != nil {
 		return nil, err
 	}
+	n.core.tenants.drop(id)
 	if suspended && t.IsolationMode != messages.IsolationShared {
 		insts, err := n.env.st.ListInstances(ctx)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/messages"
 )
 
 // committer batches fenced step commits from every execution of a node into few store calls.
@@ -105,10 +106,7 @@ func (c *committer) loop(ch chan commitReq) {
 // committer closes. Retried batches may find a success already applied: the store reports
 // ErrAlreadyCommitted, which the caller treats as committed.
 func (c *committer) write(batch []commitReq) {
-	commits := make([]store.StepCommit, len(batch))
-	for i, r := range batch {
-		commits[i] = r.c
-	}
+	commits, slot := merge(batch)
 	backoff := 50 * time.Millisecond
 	retried := false
 	for {
@@ -117,13 +115,13 @@ func (c *committer) write(batch []commitReq) {
 		cancel()
 		if err == nil {
 			for i, r := range batch {
-				e := errs[i]
+				e := errs[slot[i]]
 				if retried && errors.Is(e, store.ErrAlreadyCommitted) {
 					e = nil
 				}
 				r.done(e)
 				if c.hub != nil {
-					c.hub.Notify(r.run)
+					c.hub.Notify(r.run, false)
 				}
 			}
 			return
@@ -144,4 +142,43 @@ func (c *committer) write(batch []commitReq) {
 			backoff *= 2
 		}
 	}
+}
+
+// merge folds a step's "running" record into a later record of the same attempt in the same
+// batch (a fast step finishes before its start was written): one fenced write then carries
+// both ledger entries, in order, and the final state. slot[i] is the commit that carries
+// batch[i].
+func merge(batch []commitReq) (commits []store.StepCommit, slot []int) {
+	type key struct {
+		exec, step string
+		attempts   int32
+		epoch      int64
+	}
+	slot = make([]int, len(batch))
+	pending := map[key]int{} // running record -> its index in commits
+	commits = make([]store.StepCommit, 0, len(batch))
+	for i, r := range batch {
+		st := r.c.Step
+		k := key{r.c.ExecutionID, st.GetStepId(), st.GetAttempts(), r.c.Epoch}
+		if j, ok := pending[k]; ok && st.GetStatus() != "running" {
+			prev := commits[j]
+			ledger := make([]*messages.LedgerEntry, 0, len(prev.Ledger)+len(r.c.Ledger))
+			ledger = append(append(ledger, prev.Ledger...), r.c.Ledger...)
+			merged := r.c
+			merged.Ledger = ledger
+			if merged.Step.StartedAt == 0 {
+				merged.Step.StartedAt = prev.Step.StartedAt
+			}
+			commits[j] = merged
+			slot[i] = j
+			delete(pending, k)
+			continue
+		}
+		slot[i] = len(commits)
+		if st.GetStatus() == "running" {
+			pending[k] = len(commits)
+		}
+		commits = append(commits, r.c)
+	}
+	return commits, slot
 }

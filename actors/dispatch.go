@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/dairuntime/dair/internal/admission"
 	"github.com/dairuntime/dair/internal/ids"
@@ -32,6 +33,7 @@ const maxDispatchAttempts = 20
 type core struct {
 	env       *env
 	providers *providers.Registry
+	tenants   *ttlCache[*messages.TenantSettings]
 	// scaleOutCreated is called after a scale-out request is stored (wakes the scale-out
 	// supervisor); wakePump after a run is enqueued.
 	scaleOutCreated func(id string)
@@ -40,15 +42,24 @@ type core struct {
 
 // tenantSettings returns the normalized settings of a tenant; an unknown tenant is Shared with
 // the runtime-instance prefix.
+//
+// Settings are cached for a second (PutTenant on this node invalidates at once), so a change
+// reaches every control plane's admissions within a second, without a restart. The caller owns
+// the returned message.
 func (c *core) tenantSettings(ctx context.Context, tenantID string) (*messages.TenantSettings, error) {
+	if t, ok := c.tenants.get(tenantID); ok {
+		return proto.Clone(t).(*messages.TenantSettings), nil
+	}
 	t, err := c.env.st.GetTenant(ctx, tenantID)
 	if errors.Is(err, store.ErrNotFound) {
-		return tenancy.Defaults(tenantID), nil
+		t, err = tenancy.Defaults(tenantID), nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load tenant %s: %w", tenantID, err)
 	}
-	return tenancy.Normalize(t), nil
+	t = tenancy.Normalize(t)
+	c.tenants.put(tenantID, t)
+	return proto.Clone(t).(*messages.TenantSettings), nil
 }
 
 // dispatchRun runs admission for one queued run and carries out the decision.
@@ -85,10 +96,7 @@ func (c *core) dispatchRun(ctx context.Context, runID, pumpID string) (outcome, 
 		}
 		reserved[d.RuntimeInstanceId] = n
 	}
-	pending, err := c.pendingScaleOuts(ctx, t)
-	if err != nil {
-		return outcomeRequeue, err
-	}
+	pending, pendingKnown := 0, false
 	exclude := map[string]bool{}
 	for try := 0; try < 3; try++ {
 		cands := insts[:0:0]
@@ -97,9 +105,20 @@ func (c *core) dispatchRun(ctx context.Context, runID, pumpID string) (outcome, 
 				cands = append(cands, d)
 			}
 		}
-		dec := admission.Decide(admission.Input{Snapshot: snap, Tenant: t, Instances: cands, Reserved: reserved,
-			PendingScaleOuts: pending, Now: e.now(), HeartbeatTimeout: e.cfg.HeartbeatTTL})
-		c.recordAdmission(ctx, run, dec)
+		in := admission.Input{Snapshot: snap, Tenant: t, Instances: cands, Reserved: reserved,
+			PendingScaleOuts: pending, Now: e.now(), HeartbeatTimeout: e.cfg.HeartbeatTTL}
+		dec := admission.Decide(in)
+		if dec.Kind == admission.RequestScaleOut && !pendingKnown {
+			// Pending scale-outs matter only when admission wants more capacity: read them then.
+			if pending, err = c.pendingScaleOuts(ctx, t); err != nil {
+				return outcomeRequeue, err
+			}
+			pendingKnown = true
+			in.PendingScaleOuts = pending
+			dec = admission.Decide(in)
+		}
+		admitted := c.admissionEntry(run, dec)
+		c.env.metrics.admission(dec.Kind.String(), dec.Reason)
 		switch dec.Kind {
 		case admission.AssignToInstance:
 			d := find(insts, dec.InstanceID)
@@ -107,18 +126,26 @@ func (c *core) dispatchRun(ctx context.Context, runID, pumpID string) (outcome, 
 			if err != nil {
 				return outcomeRequeue, fmt.Errorf("reserve %s: %w", d.RuntimeInstanceId, err)
 			}
-			e.ledger(ctx, &messages.LedgerEntry{Kind: messages.KindReservation, SharedRunId: run.SharedRunId, ExecutionId: run.ExecutionId,
-				RuntimeInstanceId: d.RuntimeInstanceId, TenantId: snap.TenantId, Reason: map[bool]string{true: "reserved", false: "no-free-slot"}[ok]})
+			reservation := &messages.LedgerEntry{Kind: messages.KindReservation, SharedRunId: run.SharedRunId, ExecutionId: run.ExecutionId,
+				RuntimeInstanceId: d.RuntimeInstanceId, TenantId: snap.TenantId, Reason: map[bool]string{true: "reserved", false: "no-free-slot"}[ok]}
 			if !ok {
+				e.ledger(ctx, admitted, reservation)
 				exclude[d.RuntimeInstanceId] = true
 				continue
 			}
-			return c.deliver(ctx, run, d, pumpID)
+			return c.deliver(ctx, run, d, pumpID, admitted, reservation)
 		case admission.QueueGlobally:
+			if run.FailureReason != dec.Reason {
+				// Record a wait once per reason, not on every pump cycle.
+				e.ledger(ctx, admitted)
+				c.noteWait(ctx, run.SharedRunId, dec.Reason)
+			}
 			return outcomeRequeue, nil
 		case admission.RequestScaleOut:
+			e.ledger(ctx, admitted)
 			return outcomeDone, c.requestScaleOut(ctx, run, t, dec.Reason)
 		default:
+			e.ledger(ctx, admitted)
 			return outcomeDone, c.reject(ctx, run, dec.Reason)
 		}
 	}
@@ -134,23 +161,34 @@ func find(insts []*messages.CapacityDescriptor, id string) *messages.CapacityDes
 	return nil
 }
 
-// recordAdmission writes the decision to the ledger (only candidates the tenant may see) and
-// the metrics.
-func (c *core) recordAdmission(ctx context.Context, run *messages.SharedRun, dec admission.Decision) {
+// admissionEntry is the ledger record of a decision (listing only candidates the tenant may
+// see: other tenants' instance ids never reach a tenant's ledger).
+func (c *core) admissionEntry(run *messages.SharedRun, dec admission.Decision) *messages.LedgerEntry {
 	var seen []map[string]any
 	for _, cd := range dec.Considered {
 		if cd.Visible {
 			seen = append(seen, map[string]any{"runtime_instance_id": cd.InstanceID, "eligible": cd.Eligible, "reason": cd.Reason})
 		}
 	}
-	c.env.metrics.admission(dec.Kind.String(), dec.Reason)
-	c.env.ledger(ctx, &messages.LedgerEntry{Kind: messages.KindAdmission, SharedRunId: run.SharedRunId, ExecutionId: run.ExecutionId,
+	return &messages.LedgerEntry{Kind: messages.KindAdmission, SharedRunId: run.SharedRunId, ExecutionId: run.ExecutionId,
 		RuntimeInstanceId: dec.InstanceID, TenantId: run.GetSnapshot().GetTenantId(), Reason: dec.Reason,
-		Data: mustJSON(map[string]any{"decision": dec.Kind.String(), "fallback": dec.Fallback, "candidates": seen})})
+		Data: mustJSON(map[string]any{"decision": dec.Kind.String(), "fallback": dec.Fallback, "candidates": seen})}
+}
+
+// noteWait records on the run why it is waiting in the queue.
+func (c *core) noteWait(ctx context.Context, runID, reason string) {
+	if _, err := c.env.st.UpdateRun(ctx, runID, func(r *messages.SharedRun) error {
+		if r.Status == messages.RunQueued {
+			r.FailureReason = reason
+		}
+		return nil
+	}); err != nil {
+		c.env.log.Warn("note queue wait", zap.String("shared_run_id", runID), zap.Error(err))
+	}
 }
 
 // deliver hands a reserved run to its instance through the provider router.
-func (c *core) deliver(ctx context.Context, run *messages.SharedRun, d *messages.CapacityDescriptor, pumpID string) (outcome, error) {
+func (c *core) deliver(ctx context.Context, run *messages.SharedRun, d *messages.CapacityDescriptor, pumpID string, pre ...*messages.LedgerEntry) (outcome, error) {
 	e := c.env
 	upd, err := e.st.UpdateRun(ctx, run.SharedRunId, func(r *messages.SharedRun) error {
 		if r.Status != messages.RunQueued {
@@ -160,13 +198,16 @@ func (c *core) deliver(ctx context.Context, run *messages.SharedRun, d *messages
 		r.AssignedRuntimeInstanceId = d.RuntimeInstanceId
 		r.PumpRuntimeInstanceId = pumpID
 		r.Attempts++
+		r.FailureReason = ""
 		return nil
 	})
 	if errors.Is(err, errNotQueued) {
+		e.ledger(ctx, pre...)
 		c.release(d.RuntimeInstanceId, run.SharedRunId)
 		return outcomeDone, nil
 	}
 	if err != nil {
+		e.ledger(ctx, pre...)
 		c.release(d.RuntimeInstanceId, run.SharedRunId)
 		return outcomeRequeue, fmt.Errorf("mark run dispatched: %w", err)
 	}
@@ -177,23 +218,14 @@ func (c *core) deliver(ctx context.Context, run *messages.SharedRun, d *messages
 	entry := &messages.LedgerEntry{SharedRunId: upd.SharedRunId, ExecutionId: upd.ExecutionId, RuntimeInstanceId: d.RuntimeInstanceId,
 		TenantId: upd.GetSnapshot().GetTenantId(), Reason: res.GetReason(),
 		Data: mustJSON(map[string]any{"provider": res.GetProvider(), "local_run_id": res.GetLocalRunId(), "pump_runtime_instance_id": pumpID, "retryable": res.GetRetryable()})}
+	// The execution records the local run id when it starts (it marks the run running).
 	if res.GetOk() {
 		entry.Kind = messages.KindDispatch
-		e.ledger(ctx, entry)
-		if res.LocalRunId != "" {
-			if _, err := e.st.UpdateRun(ctx, upd.SharedRunId, func(r *messages.SharedRun) error {
-				if r.LocalRunId == "" {
-					r.LocalRunId = res.LocalRunId
-				}
-				return nil
-			}); err != nil {
-				e.log.Warn("record local run id", zap.String("shared_run_id", upd.SharedRunId), zap.Error(err))
-			}
-		}
+		e.ledger(ctx, append(pre, entry)...)
 		return outcomeDone, nil
 	}
 	entry.Kind = messages.KindDispatchFailed
-	e.ledger(ctx, entry)
+	e.ledger(ctx, append(pre, entry)...)
 	c.release(d.RuntimeInstanceId, upd.SharedRunId)
 	if upd.Attempts >= maxDispatchAttempts {
 		return outcomeDone, c.reject(ctx, upd, "dispatch-attempts-exhausted: "+res.GetReason())

@@ -46,13 +46,16 @@ func (e *env) ledger(ctx context.Context, entries ...*messages.LedgerEntry) {
 		e.log.Warn("ledger append failed", zap.String("kind", entries[0].Kind), zap.String("shared_run_id", entries[0].SharedRunId), zap.Error(err))
 		return
 	}
-	seen := map[string]bool{}
-	for _, en := range entries {
-		if !seen[en.SharedRunId] {
-			seen[en.SharedRunId] = true
-			e.hub.Notify(en.SharedRunId)
+	for i, en := range entries {
+		last := i == len(entries)-1 || entries[i+1].SharedRunId != en.SharedRunId
+		if last || isTerminalKind(en.Kind) {
+			e.hub.Notify(en.SharedRunId, isTerminalKind(en.Kind))
 		}
 	}
+}
+
+func isTerminalKind(k string) bool {
+	return k == messages.KindRunSucceeded || k == messages.KindRunFailed || k == messages.KindRunCancelled
 }
 
 // usage records a metering event without blocking the caller for I/O.
@@ -104,6 +107,8 @@ type pipelineCache struct {
 	handlers *step.Registry
 	mu       sync.RWMutex // guards byHash
 	byHash   map[string]*compiled
+	// latest caches each key's latest hash for a second (puts on this node update it).
+	latest *ttlCache[string]
 }
 
 type compiled struct {
@@ -112,7 +117,7 @@ type compiled struct {
 }
 
 func newPipelineCache(st store.Store, h *step.Registry) *pipelineCache {
-	return &pipelineCache{st: st, handlers: h, byHash: make(map[string]*compiled)}
+	return &pipelineCache{st: st, handlers: h, byHash: make(map[string]*compiled), latest: newTTLCache[string](time.Second)}
 }
 
 // put parses, validates and stores a pipeline definition and returns it compiled.
@@ -132,11 +137,17 @@ func (c *pipelineCache) put(ctx context.Context, src []byte) (*compiled, error) 
 	c.mu.Lock()
 	c.byHash[p.Hash] = cp
 	c.mu.Unlock()
+	c.latest.put(p.Key, p.Hash)
 	return cp, nil
 }
 
 // get returns the pipeline version key@hash (the latest when hash is empty).
 func (c *pipelineCache) get(ctx context.Context, key, hash string) (*compiled, error) {
+	if hash == "" {
+		if h, ok := c.latest.get(key); ok {
+			hash = h
+		}
+	}
 	if hash != "" {
 		c.mu.RLock()
 		cp := c.byHash[hash]
@@ -148,6 +159,9 @@ func (c *pipelineCache) get(ctx context.Context, key, hash string) (*compiled, e
 	v, err := c.st.GetPipeline(ctx, key, hash)
 	if err != nil {
 		return nil, fmt.Errorf("load pipeline %s@%s: %w", key, hash, err)
+	}
+	if hash == "" {
+		c.latest.put(key, v.Hash)
 	}
 	c.mu.RLock()
 	cp := c.byHash[v.Hash]

@@ -111,6 +111,7 @@ type execution struct {
 	outputs  map[string]any
 	raw      map[string][]byte
 	running  map[string]*inflight
+	started  map[string]int64 // step id -> start of its current attempt (unix ns)
 	commits  int // commits submitted and not yet answered
 
 	paused    bool
@@ -140,6 +141,7 @@ func (x *execution) Receive(c actor.Context) {
 		x.outputs = map[string]any{}
 		x.raw = map[string][]byte{}
 		x.running = map[string]*inflight{}
+		x.started = map[string]int64{}
 		x.load(c)
 	case *actor.Restarting:
 		x.seed.incarnation++
@@ -211,19 +213,20 @@ func (x *execution) load(c actor.Context) {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		msg := &execLoaded{inc: inc, executionID: execID, epoch: epoch}
+		var created *messages.Execution
 		msg.err = func() error {
 			e := s.env
 			if epoch == 0 {
 				if execID == "" {
 					execID = ids.New("exec")
 					now := e.now().UnixNano()
-					err := e.st.CreateExecution(ctx, &messages.Execution{
+					created = &messages.Execution{
 						ExecutionId: execID, SharedRunId: s.req.SharedRunId, LocalRunId: s.localRunID,
 						RuntimeInstanceId: s.instanceID, PipelineKey: s.req.PipelineKey, PipelineHash: s.req.PipelineHash,
 						Epoch: 1, Status: messages.RunRunning, Snapshot: s.req.Snapshot, Input: s.req.Input,
 						CreatedAt: now, UpdatedAt: now, Owner: e.incarnation,
-					})
-					if err != nil {
+					}
+					if err := e.st.CreateExecution(ctx, created); err != nil {
 						return fmt.Errorf("create execution: %w", err)
 					}
 					epoch = 1
@@ -255,12 +258,16 @@ func (x *execution) load(c actor.Context) {
 					RuntimeInstanceId: s.instanceID, Epoch: epoch, TenantId: s.req.GetSnapshot().GetTenantId(),
 					Reason: reasonFor(kind)})
 			}
-			ex, steps, err := e.st.GetExecution(ctx, execID)
-			if err != nil {
-				return fmt.Errorf("load execution %s: %w", execID, err)
+			if created != nil {
+				msg.exec = created // fresh: nothing committed yet, no need to read it back
+			} else {
+				ex, steps, err := e.st.GetExecution(ctx, execID)
+				if err != nil {
+					return fmt.Errorf("load execution %s: %w", execID, err)
+				}
+				msg.exec, msg.steps = ex, steps
 			}
-			msg.exec, msg.steps = ex, steps
-			p, err := e.pipelines.get(ctx, ex.PipelineKey, ex.PipelineHash)
+			p, err := e.pipelines.get(ctx, msg.exec.PipelineKey, msg.exec.PipelineHash)
 			if err != nil {
 				return err
 			}
@@ -395,6 +402,7 @@ func (x *execution) startStep(c actor.Context, id string) {
 	}
 	inputHash := history.InputHash(with)
 	now := e.now()
+	x.started[id] = now.UnixNano()
 	x.submit(c, id, attempt, &messages.StepState{StepId: id, Status: messages.StepRunning, Attempts: int32(attempt), StartedAt: now.UnixNano()},
 		&messages.LedgerEntry{Kind: messages.KindStepStarted, StepId: id, Attempt: int32(attempt), Data: mustJSON(map[string]any{"uses": st.Uses, "input_hash": inputHash})})
 	h, ok := e.handlers.Get(st.Uses)
@@ -454,7 +462,7 @@ func (x *execution) onStepDone(c actor.Context, m *stepDone) {
 	now := e.now().UnixNano()
 	if m.err == nil {
 		usage, _ := json.Marshal(map[string]any{"duration_ms": m.dur.Milliseconds(), "prompt_tokens": m.usage.PromptTokens, "completion_tokens": m.usage.CompletionTokens})
-		x.submit(c, m.stepID, m.attempt, &messages.StepState{StepId: m.stepID, Status: messages.StepSucceeded, Attempts: int32(m.attempt), FinishedAt: now, Output: m.output},
+		x.submit(c, m.stepID, m.attempt, &messages.StepState{StepId: m.stepID, Status: messages.StepSucceeded, Attempts: int32(m.attempt), StartedAt: x.started[m.stepID], FinishedAt: now, Output: m.output},
 			&messages.LedgerEntry{Kind: messages.KindStepSucceeded, StepId: m.stepID, Attempt: int32(m.attempt), Data: usage})
 		x.recordUsage(m)
 		return
@@ -463,13 +471,13 @@ func (x *execution) onStepDone(c actor.Context, m *stepDone) {
 	final := m.permanent || m.attempt >= max || x.stopping
 	if final {
 		x.status[m.stepID] = messages.StepFailed
-		x.submit(c, m.stepID, m.attempt, &messages.StepState{StepId: m.stepID, Status: messages.StepFailed, Attempts: int32(m.attempt), FinishedAt: now, Error: m.err.Error()},
+		x.submit(c, m.stepID, m.attempt, &messages.StepState{StepId: m.stepID, Status: messages.StepFailed, Attempts: int32(m.attempt), StartedAt: x.started[m.stepID], FinishedAt: now, Error: m.err.Error()},
 			&messages.LedgerEntry{Kind: messages.KindStepFailed, StepId: m.stepID, Attempt: int32(m.attempt), Reason: m.err.Error(), Data: mustJSON(map[string]any{"final": true})})
 		return
 	}
 	backoff := x.backoff(m.stepID, m.attempt)
 	x.status[m.stepID] = "retrying"
-	x.submit(c, m.stepID, m.attempt, &messages.StepState{StepId: m.stepID, Status: messages.StepPending, Attempts: int32(m.attempt), Error: m.err.Error()},
+	x.submit(c, m.stepID, m.attempt, &messages.StepState{StepId: m.stepID, Status: messages.StepPending, Attempts: int32(m.attempt), StartedAt: x.started[m.stepID], FinishedAt: now, Error: m.err.Error()},
 		&messages.LedgerEntry{Kind: messages.KindStepFailed, StepId: m.stepID, Attempt: int32(m.attempt), Reason: m.err.Error(), Data: mustJSON(map[string]any{"final": false, "retry_in_ms": backoff.Milliseconds()})})
 	x.after(c, backoff, &stepRetry{inc: x.inc, stepID: m.stepID})
 }

@@ -214,7 +214,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("register provider: %w", err)
 		}
 	}
-	n.core = &core{env: e, providers: n.providers}
+	n.core = &core{env: e, providers: n.providers, tenants: newTTLCache[*messages.TenantSettings](time.Second)}
 	n.core.scaleOutCreated = func(id string) {
 		if n.scaleOut != nil {
 			sys.Root.Send(n.scaleOut, &scaleOutCreated{id: id})

@@ -1,0 +1,215 @@
+package api
+
+import (
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/internal/auth"
+	"github.com/dairuntime/dair/internal/dag"
+	"github.com/dairuntime/dair/internal/tenancy"
+)
+
+// listInstances handles GET /v1/instances[?tenant_id=] (operator).
+func (s *server) listInstances(w http.ResponseWriter, r *http.Request) {
+	if err := requireRole(r, auth.RoleOperator); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	insts, err := s.node.ListInstances(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	tenant := r.URL.Query().Get("tenant_id")
+	out := InstanceList{Instances: make([]Instance, 0, len(insts))}
+	for _, d := range insts {
+		if tenant != "" && d.TenantId != tenant {
+			continue
+		}
+		out.Instances = append(out.Instances, InstanceFromMessage(d))
+	}
+	s.writeJSON(w, http.StatusOK, out)
+}
+
+// controlInstance handles POST /v1/instances/{id}/pause|resume|drain (operator) and answers
+// the descriptor after the change.
+func (s *server) controlInstance(op string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := requireRole(r, auth.RoleOperator); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		d, err := s.node.ControlInstance(r.Context(), r.PathValue("id"), op)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		s.writeJSON(w, http.StatusOK, InstanceFromMessage(d))
+	}
+}
+
+// drainQueue handles POST /v1/queue/drain (operator).
+func (s *server) drainQueue(w http.ResponseWriter, r *http.Request) {
+	if err := requireRole(r, auth.RoleOperator); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	n, err := s.node.DrainQueue(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, DrainResponse{Claimed: n})
+}
+
+// listTenants handles GET /v1/tenants (operator).
+func (s *server) listTenants(w http.ResponseWriter, r *http.Request) {
+	if err := requireRole(r, auth.RoleOperator); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ts, err := s.node.ListTenants(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := TenantList{Tenants: make([]Tenant, 0, len(ts))}
+	for _, t := range ts {
+		out.Tenants = append(out.Tenants, TenantFromMessage(t))
+	}
+	s.writeJSON(w, http.StatusOK, out)
+}
+
+// getTenant handles GET /v1/tenants/{id}: a tenant may read its own settings. An unknown
+// tenant answers its default (shared) settings.
+func (s *server) getTenant(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := requireTenant(r, id); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	t, err := s.node.GetTenant(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, TenantFromMessage(t))
+}
+
+// putTenant handles PUT /v1/tenants/{id} (admin). A tenant_id in the body must equal the
+// path's.
+func (s *server) putTenant(w http.ResponseWriter, r *http.Request) {
+	if err := requireRole(r, auth.RoleAdmin); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	id := r.PathValue("id")
+	var body Tenant
+	if err := decodeJSON(r, &body, false); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if body.TenantID != "" && body.TenantID != id {
+		s.fail(w, r, badRequest("api: tenant_id %q in the body differs from %q in the path", body.TenantID, id))
+		return
+	}
+	body.TenantID = id
+	t, err := s.node.PutTenant(r.Context(), body.ToMessage())
+	if errors.Is(err, actors.ErrBadInput) || errors.Is(err, tenancy.ErrInvalidSettings) {
+		err = &requestError{code: CodeInvalidSettings, msg: err.Error()}
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, TenantFromMessage(t))
+}
+
+// suspendTenant handles POST /v1/tenants/{id}/suspend|resume (admin).
+func (s *server) suspendTenant(suspended bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := requireRole(r, auth.RoleAdmin); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		t, err := s.node.SetSuspended(r.Context(), r.PathValue("id"), suspended)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		s.writeJSON(w, http.StatusOK, TenantFromMessage(t))
+	}
+}
+
+// putPipeline handles PUT /v1/pipelines/{key} (admin): the body is the YAML or JSON document
+// and its key must equal the path's.
+func (s *server) putPipeline(w http.ResponseWriter, r *http.Request) {
+	if err := requireRole(r, auth.RoleAdmin); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	src, err := io.ReadAll(r.Body)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if len(src) == 0 {
+		s.fail(w, r, badRequest("api: request body is empty"))
+		return
+	}
+	key := r.PathValue("key")
+	parsed, err := dag.Parse(src)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if parsed.Key != key {
+		s.fail(w, r, badRequest("api: pipeline key %q in the body differs from %q in the path", parsed.Key, key))
+		return
+	}
+	p, err := s.node.PutPipeline(r.Context(), src)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	pv, err := s.node.Store().GetPipeline(r.Context(), p.Key, p.Hash)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, PipelineFromMessage(pv, true))
+}
+
+// listPipelines handles GET /v1/pipelines.
+func (s *server) listPipelines(w http.ResponseWriter, r *http.Request) {
+	if err := requireRole(r, auth.RoleTenant); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ps, err := s.node.ListPipelines(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := PipelineList{Pipelines: make([]Pipeline, 0, len(ps))}
+	for _, p := range ps {
+		out.Pipelines = append(out.Pipelines, PipelineFromMessage(p, false))
+	}
+	s.writeJSON(w, http.StatusOK, out)
+}
+
+// getPipeline handles GET /v1/pipelines/{key}[?hash=].
+func (s *server) getPipeline(w http.ResponseWriter, r *http.Request) {
+	if err := requireRole(r, auth.RoleTenant); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	pv, err := s.node.Store().GetPipeline(r.Context(), r.PathValue("key"), r.URL.Query().Get("hash"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, PipelineFromMessage(pv, true))
+}

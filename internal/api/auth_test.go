@@ -1,0 +1,115 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/dairuntime/dair/internal/api"
+)
+
+func TestServer_Auth_authenticationAndRoles(t *testing.T) {
+	f := newFixture(t, true, nil)
+	admin := f.as(mintToken(t, "ops", "admin"))
+	operator := f.as(mintToken(t, "ops", "operator"))
+	acme := f.as(mintToken(t, "acme", "tenant"))
+	globex := f.as(mintToken(t, "globex", "tenant"))
+	exp := time.Now().Add(time.Hour).Unix()
+	viewer := f.as(rawToken(t, testSecret, jwt.MapClaims{"tenant_id": "acme", "org_id": "o", "sub": "v", "roles": []string{"viewer"}, "exp": exp}))
+	expired := f.as(rawToken(t, testSecret, jwt.MapClaims{"tenant_id": "acme", "org_id": "o", "sub": "v", "roles": []string{"tenant"},
+		"exp": time.Now().Add(-time.Hour).Unix()}))
+	badSig := f.as(rawToken(t, []byte("wrong-secret"), jwt.MapClaims{"tenant_id": "acme", "org_id": "o", "sub": "v",
+		"roles": []string{"tenant"}, "exp": exp}))
+
+	admin.putPipeline(threeStep)
+	acmeRun := acme.submit(`{"pipeline":"three","input":{"name":"a"}}`)
+	run := acme.waitRun(acmeRun.SharedRunID, isFinal)
+	if run.TenantID != "acme" {
+		t.Fatalf("run tenant = %q, want the token's", run.TenantID)
+	}
+	stored, err := f.node.GetRun(context.Background(), acmeRun.SharedRunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sn := stored.Snapshot; sn.GetTenantId() != "acme" || sn.GetOrgId() != "acme" || sn.GetUserId() != "user-acme" ||
+		sn.GetRequestedBy() != "user-acme" || sn.GetSource() != "http" || len(sn.GetRoles()) != 1 {
+		t.Fatalf("snapshot = %+v", sn)
+	}
+	globexRun := globex.submit(`{"pipeline":"three","tenant_id":"globex","input":{"name":"g"}}`)
+	globex.waitRun(globexRun.SharedRunID, isFinal)
+
+	runPath := "/v1/runs/" + acmeRun.SharedRunID
+	tests := []struct {
+		name         string
+		who          *fixture
+		method, path string
+		body         string
+		status       int
+	}{
+		{"no token", f, "GET", runPath, "", 401},
+		{"expired token", expired, "GET", runPath, "", 401},
+		{"bad signature", badSig, "GET", runPath, "", 401},
+		{"garbage token", f.as("abc.def.ghi"), "GET", runPath, "", 401},
+		{"health needs no token", f, "GET", "/healthz", "", 200},
+		{"own run", acme, "GET", runPath, "", 200},
+		{"own events", acme, "GET", "/v1/runs/" + acmeRun.SharedRunID + "/events", "", 200},
+		{"own ledger", acme, "GET", "/v1/executions/" + run.ExecutionID + "/ledger", "", 200},
+		{"cross-tenant run", globex, "GET", runPath, "", 403},
+		{"cross-tenant events", globex, "GET", runPath + "/events", "", 403},
+		{"cross-tenant cancel", globex, "POST", runPath + "/cancel", "", 403},
+		{"cross-tenant ledger", globex, "GET", "/v1/executions/" + run.ExecutionID + "/ledger", "", 403},
+		{"cross-tenant trace", globex, "GET", "/v1/executions/" + run.ExecutionID + "/trace", "", 403},
+		{"cross-tenant replay", globex, "POST", "/v1/executions/" + run.ExecutionID + "/replay", "", 403},
+		{"cross-tenant list", globex, "GET", "/v1/runs?tenant_id=acme", "", 403},
+		{"cross-tenant submit", globex, "POST", "/v1/runs", `{"pipeline":"three","tenant_id":"acme"}`, 403},
+		{"cross-tenant invoke", globex, "POST", "/v1/sessions/s1/invoke", `{"pipeline":"three","tenant_id":"acme"}`, 403},
+		{"cross-tenant tenant get", globex, "GET", "/v1/tenants/acme", "", 403},
+		{"own tenant get", acme, "GET", "/v1/tenants/acme", "", 200},
+		{"tenant lists instances", acme, "GET", "/v1/instances", "", 403},
+		{"tenant drains queue", acme, "POST", "/v1/queue/drain", "", 403},
+		{"tenant puts pipeline", acme, "PUT", "/v1/pipelines/three", threeStep, 403},
+		{"tenant puts tenant", acme, "PUT", "/v1/tenants/acme", `{"isolation_mode":"shared"}`, 403},
+		{"tenant suspends", acme, "POST", "/v1/tenants/acme/suspend", "", 403},
+		{"tenant lists tenants", acme, "GET", "/v1/tenants", "", 403},
+		{"tenant lists pipelines", acme, "GET", "/v1/pipelines", "", 200},
+		{"role-less submit", viewer, "POST", "/v1/runs", `{"pipeline":"three"}`, 403},
+		{"role-less get", viewer, "GET", runPath, "", 403},
+		{"role-less list", viewer, "GET", "/v1/runs", "", 403},
+		{"operator any run", operator, "GET", runPath, "", 200},
+		{"operator instances", operator, "GET", "/v1/instances", "", 200},
+		{"operator queue drain", operator, "POST", "/v1/queue/drain", "", 200},
+		{"operator puts pipeline", operator, "PUT", "/v1/pipelines/three", threeStep, 403},
+		{"operator puts tenant", operator, "PUT", "/v1/tenants/acme", `{"isolation_mode":"shared"}`, 403},
+		{"admin puts tenant", admin, "PUT", "/v1/tenants/acme", `{"isolation_mode":"shared"}`, 200},
+		{"admin lists tenants", admin, "GET", "/v1/tenants", "", 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := tt.who.do(tt.method, tt.path, tt.body)
+			if code != tt.status {
+				t.Fatalf("%s %s = %d %s, want %d", tt.method, tt.path, code, body, tt.status)
+			}
+		})
+	}
+
+	t.Run("tenant list is filtered to own tenant", func(t *testing.T) {
+		var l api.RunList
+		acme.call("GET", "/v1/runs", "", http.StatusOK, &l)
+		if len(l.Runs) != 1 || l.Runs[0].TenantID != "acme" {
+			t.Fatalf("acme sees %+v", l.Runs)
+		}
+		operator.call("GET", "/v1/runs", "", http.StatusOK, &l)
+		if len(l.Runs) != 2 {
+			t.Fatalf("operator sees %d runs, want 2", len(l.Runs))
+		}
+	})
+	t.Run("401 body", func(t *testing.T) {
+		f.callErr("GET", runPath, "", http.StatusUnauthorized, api.CodeUnauthenticated)
+	})
+	t.Run("403 body", func(t *testing.T) {
+		globex.callErr("GET", runPath, "", http.StatusForbidden, api.CodeForbidden)
+	})
+}

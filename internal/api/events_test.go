@@ -1,0 +1,106 @@
+package api_test
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dairuntime/dair/internal/api"
+)
+
+func TestServer_Events_resumeWithLastEventID(t *testing.T) {
+	tests := []struct {
+		name   string
+		resume func(f *fixture, path string, last int64) *sseReader
+	}{
+		{"header", func(f *fixture, path string, last int64) *sseReader {
+			return f.openStream("GET", path, "", "Last-Event-ID", strconv.FormatInt(last, 10))
+		}},
+		{"query", func(f *fixture, path string, last int64) *sseReader {
+			return f.openStream("GET", path+"?last_event_id="+strconv.FormatInt(last, 10), "")
+		}},
+	}
+	f := newFixture(t, false, nil)
+	f.putPipeline(slowSteps)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sr := f.submit(`{"pipeline":"slow","tenant_id":"acme"}`)
+			path := "/v1/runs/" + sr.SharedRunID + "/events"
+			first := f.openStream("GET", path, "")
+			var got []sseEvent
+			for len(got) < 3 {
+				ev, ok := first.next()
+				if !ok {
+					t.Fatal("stream ended before 3 events")
+				}
+				got = append(got, ev)
+			}
+			first.close()
+			rest := tt.resume(f, path, got[len(got)-1].ID).readAll()
+			got = append(got, rest...)
+
+			run := f.waitRun(sr.SharedRunID, isFinal)
+			var l api.Ledger
+			f.call("GET", "/v1/executions/"+run.ExecutionID+"/ledger", "", http.StatusOK, &l)
+			if len(got) != len(l.Entries) {
+				t.Fatalf("stream gave %d events, ledger has %d", len(got), len(l.Entries))
+			}
+			for i, ev := range got {
+				if ev.ID != l.Entries[i].Seq || ev.Kind != l.Entries[i].Kind {
+					t.Fatalf("event %d = %d %s, ledger %d %s", i, ev.ID, ev.Kind, l.Entries[i].Seq, l.Entries[i].Kind)
+				}
+			}
+			if last := got[len(got)-1]; last.Kind != "run_succeeded" {
+				t.Fatalf("last event = %s", last.Kind)
+			}
+		})
+	}
+}
+
+func TestServer_Events_heartbeatAndPastEnd(t *testing.T) {
+	f := newFixture(t, false, func(c *api.Config) { c.SSEHeartbeat = 20 * time.Millisecond })
+	f.putPipeline(slowSteps)
+	sr := f.submit(`{"pipeline":"slow","tenant_id":"acme"}`)
+	s := f.openStream("GET", "/v1/runs/"+sr.SharedRunID+"/events", "")
+	pings := 0
+	deadline := time.Now().Add(10 * time.Second)
+	for pings == 0 && time.Now().Before(deadline) {
+		line, err := s.br.ReadString('\n')
+		if err != nil {
+			break
+		}
+		if strings.HasPrefix(line, ": ping") {
+			pings++
+		}
+	}
+	s.close()
+	if pings == 0 {
+		t.Fatal("no heartbeat comment")
+	}
+	run := f.waitRun(sr.SharedRunID, isFinal)
+	var l api.Ledger
+	f.call("GET", "/v1/executions/"+run.SharedRunID+"/ledger", "", http.StatusOK, &l)
+	last := l.Entries[len(l.Entries)-1].Seq
+	// Resuming at the terminal event ends the stream without events.
+	evs := f.openStream("GET", "/v1/runs/"+sr.SharedRunID+"/events", "", "Last-Event-ID", strconv.FormatInt(last, 10)).readAll()
+	if len(evs) != 0 {
+		t.Fatalf("past-end stream gave %+v", evs)
+	}
+}
+
+func TestServer_Invoke_streamsRun(t *testing.T) {
+	f := newFixture(t, false, nil)
+	f.putPipeline(threeStep)
+	evs := f.openStream("POST", "/v1/sessions/sess-1/invoke", `{"pipeline":"three","tenant_id":"acme","input":{"name":"z"}}`).readAll()
+	if len(evs) == 0 || evs[len(evs)-1].Kind != "run_succeeded" {
+		t.Fatalf("invoke events = %+v", evs)
+	}
+	var r api.Run
+	f.call("GET", "/v1/runs/"+evs[0].Data.SharedRunID, "", http.StatusOK, &r)
+	if r.SessionID != "sess-1" || r.Status != "succeeded" {
+		t.Fatalf("invoked run = %+v", r)
+	}
+	f.callErr("POST", "/v1/sessions/sess-1/invoke", `{"pipeline":"three","extra":1}`, http.StatusBadRequest, api.CodeBadRequest)
+}

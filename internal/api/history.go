@@ -1,0 +1,98 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/messages"
+)
+
+// authorizedExecution maps an execution id (or a shared run id) to its run and checks the
+// caller may act on the run's tenant.
+func (s *server) authorizedExecution(r *http.Request, id string) (*messages.SharedRun, error) {
+	ex, _, err := s.node.Store().GetExecution(r.Context(), id)
+	switch {
+	case err == nil:
+		return s.authorizedRun(r, ex.SharedRunId)
+	case errors.Is(err, store.ErrNotFound):
+		return s.authorizedRun(r, id)
+	default:
+		return nil, err
+	}
+}
+
+// ledger handles GET /v1/executions/{id}/ledger.
+func (s *server) ledger(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, err := s.authorizedExecution(r, id); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	_, entries, err := s.node.Ledger(r.Context(), id, 0)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := Ledger{ExecutionID: id, Entries: make([]LedgerEntry, 0, len(entries))}
+	for _, e := range entries {
+		out.Entries = append(out.Entries, LedgerEntryFromMessage(e))
+	}
+	s.writeJSON(w, http.StatusOK, out)
+}
+
+// trace handles GET /v1/executions/{id}/trace.
+func (s *server) trace(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, err := s.authorizedExecution(r, id); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	_, spans, err := s.node.Trace(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := Trace{ExecutionID: id, Spans: make([]Span, 0, len(spans))}
+	for _, sp := range spans {
+		attrs := sp.Attributes
+		if attrs == nil {
+			attrs = map[string]any{}
+		}
+		out.Spans = append(out.Spans, Span{Name: sp.Name, Kind: sp.Kind, Start: sp.Start.UTC(), End: sp.End.UTC(), Attributes: attrs})
+	}
+	s.writeJSON(w, http.StatusOK, out)
+}
+
+// replay handles POST /v1/executions/{id}/replay; a shared run id replays the run's execution.
+// The answer is 200 whether or not the replay diverged.
+func (s *server) replay(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	run, err := s.authorizedExecution(r, id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	execID := id
+	if id == run.SharedRunId {
+		if run.ExecutionId == "" {
+			s.fail(w, r, &httpError{status: http.StatusNotFound, code: CodeNotFound, msg: "api: run " + id + " has no execution yet"})
+			return
+		}
+		execID = run.ExecutionId
+	}
+	rep, err := s.node.Replay(r.Context(), execID)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := Replay{ExecutionID: rep.ExecutionID, Diverged: rep.Diverged, Divergences: make([]Divergence, 0, len(rep.Divergences)),
+		Replayed: rep.Replayed}
+	if out.ExecutionID == "" {
+		out.ExecutionID = execID
+	}
+	for _, d := range rep.Divergences {
+		out.Divergences = append(out.Divergences, Divergence{StepID: d.StepID, Reason: d.Reason})
+	}
+	s.writeJSON(w, http.StatusOK, out)
+}

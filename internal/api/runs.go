@@ -1,0 +1,214 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/internal/auth"
+	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/messages"
+)
+
+var runStatuses = map[string]bool{
+	messages.RunQueued: true, messages.RunScaleOutRequested: true, messages.RunDispatched: true,
+	messages.RunRunning: true, messages.RunPaused: true, messages.RunSucceeded: true,
+	messages.RunFailed: true, messages.RunCancelled: true,
+}
+
+// normInput treats a JSON null input as no input.
+func normInput(in json.RawMessage) json.RawMessage {
+	if bytes.Equal(bytes.TrimSpace(in), []byte("null")) {
+		return nil
+	}
+	return in
+}
+
+// submit creates a run from a decoded request.
+func (s *server) submit(r *http.Request, req SubmitRequest, sessionID string) (*messages.SharedRun, error) {
+	if req.Pipeline == "" {
+		return nil, badRequest("api: pipeline is required")
+	}
+	snap, err := s.submitSnapshot(r, req.TenantID, req.CorrelationID)
+	if err != nil {
+		return nil, err
+	}
+	return s.node.Submit(r.Context(), actors.SubmitRequest{Pipeline: req.Pipeline, Input: normInput(req.Input),
+		Snapshot: snap, CorrelationID: req.CorrelationID, IdempotencyKey: req.IdempotencyKey, SessionID: sessionID})
+}
+
+// submitRun handles POST /v1/runs.
+func (s *server) submitRun(w http.ResponseWriter, r *http.Request) {
+	var req SubmitRequest
+	if err := decodeJSON(r, &req, false); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	run, err := s.submit(r, req, "")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusAccepted, SubmitResponse{SharedRunID: run.SharedRunId, Status: run.Status})
+}
+
+// authorizedRun loads a run and checks the caller may act on its tenant.
+func (s *server) authorizedRun(r *http.Request, id string) (*messages.SharedRun, error) {
+	run, err := s.node.GetRun(r.Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireTenant(r, run.TenantId); err != nil {
+		return nil, err
+	}
+	return run, nil
+}
+
+// runView converts a run with its committed steps.
+func (s *server) runView(r *http.Request, run *messages.SharedRun) (Run, error) {
+	steps, err := s.node.RunSteps(r.Context(), run)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return Run{}, err
+	}
+	if err := s.fillStartedAt(r, run, steps); err != nil {
+		return Run{}, err
+	}
+	return RunFromMessage(run, steps), nil
+}
+
+// fillStartedAt sets the start time of steps whose committed state lacks one from the last
+// step_started ledger entry of each step. It changes copies, not the node's data.
+func (s *server) fillStartedAt(r *http.Request, run *messages.SharedRun, steps []*messages.StepState) error {
+	missing := false
+	for _, st := range steps {
+		if st.GetStartedAt() == 0 && st.GetStatus() != messages.StepPending && st.GetStatus() != messages.StepSkipped {
+			missing = true
+		}
+	}
+	if !missing {
+		return nil
+	}
+	_, entries, err := s.node.Ledger(r.Context(), run.SharedRunId, 0)
+	if err != nil {
+		return err
+	}
+	started := map[string]int64{}
+	for _, e := range entries {
+		if e.Kind == messages.KindStepStarted {
+			started[e.StepId] = e.At
+		}
+	}
+	for i, st := range steps {
+		if at, ok := started[st.GetStepId()]; ok && st.GetStartedAt() == 0 {
+			c := proto.Clone(st).(*messages.StepState)
+			c.StartedAt = at
+			steps[i] = c
+		}
+	}
+	return nil
+}
+
+// getRun handles GET /v1/runs/{id}.
+func (s *server) getRun(w http.ResponseWriter, r *http.Request) {
+	run, err := s.authorizedRun(r, r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v, err := s.runView(r, run)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, v)
+}
+
+// listRuns handles GET /v1/runs?tenant_id=&status=&limit=. A caller with only the tenant role
+// sees its own tenant's runs; asking for another tenant is a 403.
+func (s *server) listRuns(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := store.RunFilter{TenantID: q.Get("tenant_id"), Status: q.Get("status")}
+	if f.Status != "" && !runStatuses[f.Status] {
+		s.fail(w, r, badRequest("api: unknown run status %q", f.Status))
+		return
+	}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 0 {
+			s.fail(w, r, badRequest("api: limit must be a non-negative integer"))
+			return
+		}
+		f.Limit = n
+	}
+	c := auth.FromContext(r.Context())
+	if err := requireRole(r, auth.RoleTenant); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if !c.HasRole(auth.RoleOperator) {
+		if f.TenantID != "" && f.TenantID != c.TenantID {
+			s.fail(w, r, forbidden("api: not allowed for tenant %q", f.TenantID))
+			return
+		}
+		f.TenantID = c.TenantID
+	}
+	runs, err := s.node.ListRuns(r.Context(), f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := RunList{Runs: make([]Run, 0, len(runs))}
+	for _, run := range runs {
+		out.Runs = append(out.Runs, RunFromMessage(run, nil))
+	}
+	s.writeJSON(w, http.StatusOK, out)
+}
+
+// controlRun handles POST /v1/runs/{id}/cancel|pause|resume and answers the run after the
+// change; a run that is not running is a 409.
+func (s *server) controlRun(op string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		run, err := s.authorizedRun(r, r.PathValue("id"))
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		run, err = s.node.ControlRun(r.Context(), run.SharedRunId, op)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		v, err := s.runView(r, run)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		s.writeJSON(w, http.StatusOK, v)
+	}
+}
+
+// invoke handles POST /v1/sessions/{session_id}/invoke: it submits a run of the session and
+// streams that run's events (as GET /v1/runs/{id}/events).
+func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
+	after, err := lastEventID(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var req InvokeRequest
+	if err := decodeJSON(r, &req, false); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	run, err := s.submit(r, SubmitRequest(req), r.PathValue("session_id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.stream(w, r, run.SharedRunId, after)
+}

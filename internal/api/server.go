@@ -1,0 +1,258 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/internal/auth"
+)
+
+// Config configures the HTTP API handler. The zero value of each field means its default.
+type Config struct {
+	// Node is the engine the API drives. Required: New panics without it.
+	Node *actors.Node
+	// Auth verifies bearer tokens. Nil means auth none: every caller is an admin acting for the
+	// tenant named in the request (tenant_id in the body or query, default "default").
+	Auth auth.Verifier
+	// MaxBodyBytes bounds request bodies; larger ones get 413 "request_too_large".
+	// Default 1 MiB.
+	MaxBodyBytes int64
+	// SSEHeartbeat is the interval of ": ping" comment lines on event streams. Default 15s.
+	SSEHeartbeat time.Duration
+	// SSEPoll is how often an event stream re-reads the durable ledger when no in-process
+	// notification arrives (the run may execute in another process). Default 500ms.
+	SSEPoll time.Duration
+	// Logger receives server errors and recovered panics. Default: no logging.
+	Logger *zap.Logger
+	// Ready reports readiness for GET /readyz. Default: always ready.
+	Ready func() bool
+}
+
+// DefaultTenant is the tenant of requests without one when auth is off.
+const DefaultTenant = "default"
+
+func (c Config) withDefaults() Config {
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 1 << 20
+	}
+	if c.SSEHeartbeat <= 0 {
+		c.SSEHeartbeat = 15 * time.Second
+	}
+	if c.SSEPoll <= 0 {
+		c.SSEPoll = 500 * time.Millisecond
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.Ready == nil {
+		c.Ready = func() bool { return true }
+	}
+	return c
+}
+
+// server holds the handlers' shared state. It is immutable after New.
+type server struct {
+	cfg  Config
+	node *actors.Node
+	log  *zap.Logger
+}
+
+// New returns the HTTP handler of the dair API (CONTRACT.md, "HTTP API"). It panics when
+// cfg.Node is nil (a wiring bug). The handler is goroutine-safe; handlers never panic on bad
+// input, and a panic anyway is recovered into a 500 answer.
+func New(cfg Config) http.Handler {
+	if cfg.Node == nil {
+		panic("api: Config.Node is required")
+	}
+	cfg = cfg.withDefaults()
+	s := &server{cfg: cfg, node: cfg.Node, log: cfg.Logger}
+	mux := http.NewServeMux()
+	v1 := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.authenticate(h)) }
+
+	v1("POST /v1/runs", s.submitRun)
+	v1("GET /v1/runs", s.listRuns)
+	v1("GET /v1/runs/{id}", s.getRun)
+	v1("POST /v1/runs/{id}/cancel", s.controlRun("cancel_run"))
+	v1("POST /v1/runs/{id}/pause", s.controlRun("pause_run"))
+	v1("POST /v1/runs/{id}/resume", s.controlRun("resume_run"))
+	v1("GET /v1/runs/{id}/events", s.runEvents)
+	v1("POST /v1/sessions/{session_id}/invoke", s.invoke)
+
+	v1("GET /v1/instances", s.listInstances)
+	v1("POST /v1/instances/{id}/pause", s.controlInstance("pause_queue"))
+	v1("POST /v1/instances/{id}/resume", s.controlInstance("resume_queue"))
+	v1("POST /v1/instances/{id}/drain", s.controlInstance("drain_queue"))
+	v1("POST /v1/queue/drain", s.drainQueue)
+
+	v1("GET /v1/tenants", s.listTenants)
+	v1("GET /v1/tenants/{id}", s.getTenant)
+	v1("PUT /v1/tenants/{id}", s.putTenant)
+	v1("POST /v1/tenants/{id}/suspend", s.suspendTenant(true))
+	v1("POST /v1/tenants/{id}/resume", s.suspendTenant(false))
+
+	v1("GET /v1/executions/{id}/ledger", s.ledger)
+	v1("GET /v1/executions/{id}/trace", s.trace)
+	v1("POST /v1/executions/{id}/replay", s.replay)
+
+	v1("PUT /v1/pipelines/{key}", s.putPipeline)
+	v1("GET /v1/pipelines", s.listPipelines)
+	v1("GET /v1/pipelines/{key}", s.getPipeline)
+
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		s.writeJSON(w, http.StatusOK, Health{Status: "ok"})
+	})
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Node.Metrics().Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("api: no route for %s %s", r.Method, r.URL.Path))
+	})
+	return s.recover(s.limitBody(mux))
+}
+
+func (s *server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if !s.cfg.Ready() {
+		s.writeError(w, http.StatusServiceUnavailable, "not_ready", "api: node is not ready")
+		return
+	}
+	s.writeJSON(w, http.StatusOK, Health{Status: "ready"})
+}
+
+// statusWriter remembers whether the header was written, so the recover middleware does not
+// write a second one. Unwrap lets http.ResponseController reach Flush and deadlines.
+type statusWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.wrote = true
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// recover turns a handler panic into a logged 500 answer.
+func (s *server) recover(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("api: handler panic", zap.String("method", r.Method), zap.String("path", r.URL.Path),
+				zap.Any("panic", v), zap.Stack("stack"))
+			if !sw.wrote {
+				s.writeError(sw, http.StatusInternalServerError, CodeInternal, "api: internal error")
+			}
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// limitBody rejects bodies declared larger than MaxBodyBytes at once and caps the rest.
+func (s *server) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > s.cfg.MaxBodyBytes {
+			s.writeError(w, http.StatusRequestEntityTooLarge, CodeRequestTooLarge,
+				fmt.Sprintf("api: request body is larger than %d bytes", s.cfg.MaxBodyBytes))
+			return
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// writeJSON writes v as the JSON answer with status code.
+func (s *server) writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.log.Error("api: encode answer", zap.Error(err))
+		code = http.StatusInternalServerError
+		b = []byte(`{"error":{"code":"internal","message":"api: encode answer"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		s.log.Debug("api: write answer", zap.Error(err))
+	}
+}
+
+// writeError writes an ErrorBody.
+func (s *server) writeError(w http.ResponseWriter, code int, errCode, msg string) {
+	s.writeJSON(w, code, ErrorBody{Error: ErrorDetail{Code: errCode, Message: msg}})
+}
+
+// decodeJSON decodes the request body into v, rejecting unknown fields and trailing data.
+// An empty body is allowed when allowEmpty is set (v keeps its zero value).
+func decodeJSON(r *http.Request, v any, allowEmpty bool) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			if allowEmpty {
+				return nil
+			}
+			return &requestError{msg: "api: request body is empty"}
+		}
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return &requestError{msg: "api: malformed json: " + strings.TrimPrefix(err.Error(), "json: ")}
+	}
+	var extra json.RawMessage
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return &requestError{msg: "api: malformed json: trailing data after the object"}
+	}
+	return nil
+}
+
+// requestError is a 400 answer with a precise message.
+type requestError struct {
+	code string
+	msg  string
+}
+
+func (e *requestError) Error() string { return e.msg }
+
+// badRequest returns a 400 requestError.
+func badRequest(format string, args ...any) error {
+	return &requestError{msg: fmt.Sprintf(format, args...)}
+}
+
+// httpError is an error with its own status and code (authorization failures).
+type httpError struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func forbidden(format string, args ...any) error {
+	return &httpError{status: http.StatusForbidden, code: CodeForbidden, msg: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,201 @@
+package auth
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// tokenClaims is the JWT body. Pointers tell an absent claim from an empty one.
+type tokenClaims struct {
+	TenantID *string  `json:"tenant_id"`
+	OrgID    *string  `json:"org_id"`
+	Roles    []string `json:"roles"`
+	jwt.RegisteredClaims
+}
+
+// jwtVerifier verifies tokens signed with one key and one algorithm.
+type jwtVerifier struct {
+	alg string
+	key any
+	now func() time.Time
+}
+
+var _ Verifier = (*jwtVerifier)(nil)
+
+// NewHS256 returns a Verifier of HS256 tokens signed with secret. It returns ErrBadKey for an
+// empty secret. The verifier keeps its own copy of secret.
+func NewHS256(secret []byte) (Verifier, error) {
+	if len(secret) == 0 {
+		return nil, fmt.Errorf("%w: empty hs256 secret", ErrBadKey)
+	}
+	return &jwtVerifier{alg: jwt.SigningMethodHS256.Alg(), key: bytes.Clone(secret), now: time.Now}, nil
+}
+
+// NewPublicKey returns a Verifier for a PEM public key (PKIX "PUBLIC KEY", PKCS#1
+// "RSA PUBLIC KEY" or an X.509 "CERTIFICATE"): RS256 for an RSA key, ES256 for a P-256 ECDSA key.
+// Other keys give ErrBadKey.
+func NewPublicKey(pemBytes []byte) (Verifier, error) {
+	block, _ := pem.Decode(pemBytes)
+	if block == nil {
+		return nil, fmt.Errorf("%w: no pem block", ErrBadKey)
+	}
+	var pub any
+	var err error
+	switch block.Type {
+	case "RSA PUBLIC KEY":
+		pub, err = x509.ParsePKCS1PublicKey(block.Bytes)
+	case "CERTIFICATE":
+		var cert *x509.Certificate
+		cert, err = x509.ParseCertificate(block.Bytes)
+		if err == nil {
+			pub = cert.PublicKey
+		}
+	default:
+		pub, err = x509.ParsePKIXPublicKey(block.Bytes)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: parse %s: %v", ErrBadKey, block.Type, err)
+	}
+	switch k := pub.(type) {
+	case *rsa.PublicKey:
+		return &jwtVerifier{alg: jwt.SigningMethodRS256.Alg(), key: k, now: time.Now}, nil
+	case *ecdsa.PublicKey:
+		if k.Curve != elliptic.P256() {
+			return nil, fmt.Errorf("%w: ecdsa key is not p-256 (es256)", ErrBadKey)
+		}
+		return &jwtVerifier{alg: jwt.SigningMethodES256.Alg(), key: k, now: time.Now}, nil
+	default:
+		return nil, fmt.Errorf("%w: unsupported public key type %T", ErrBadKey, pub)
+	}
+}
+
+// LoadSecret reads an HS256 secret file; surrounding whitespace (a trailing newline) is
+// removed. An empty secret gives ErrBadKey.
+func LoadSecret(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: read secret file: %v", ErrBadKey, err)
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%w: secret file %s is empty", ErrBadKey, path)
+	}
+	return b, nil
+}
+
+// LoadVerifier builds a Verifier from exactly one of an HS256 secret file (see LoadSecret) and
+// a PEM public key file (see NewPublicKey). Neither or both give ErrBadKey.
+func LoadVerifier(secretFile, publicKeyFile string) (Verifier, error) {
+	switch {
+	case secretFile != "" && publicKeyFile != "":
+		return nil, fmt.Errorf("%w: give a secret file or a public key file, not both", ErrBadKey)
+	case secretFile != "":
+		secret, err := LoadSecret(secretFile)
+		if err != nil {
+			return nil, err
+		}
+		return NewHS256(secret)
+	case publicKeyFile != "":
+		b, err := os.ReadFile(publicKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: read public key file: %v", ErrBadKey, err)
+		}
+		return NewPublicKey(b)
+	default:
+		return nil, fmt.Errorf("%w: jwt auth needs a secret file or a public key file", ErrBadKey)
+	}
+}
+
+// Verify implements Verifier.
+func (v *jwtVerifier) Verify(token string) (*Claims, error) {
+	var tc tokenClaims
+	_, err := jwt.ParseWithClaims(token, &tc, func(*jwt.Token) (any, error) { return v.key, nil },
+		jwt.WithValidMethods([]string{v.alg}), jwt.WithExpirationRequired(), jwt.WithTimeFunc(v.now),
+		jwt.WithLeeway(5*time.Second))
+	switch {
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return nil, fmt.Errorf("%w: %v", ErrTokenExpired, err)
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+		return nil, fmt.Errorf("%w: exp", ErrMissingClaim)
+	case err != nil:
+		return nil, fmt.Errorf("%w: %v", ErrInvalidToken, err)
+	}
+	c := &Claims{Subject: tc.Subject, Roles: tc.Roles}
+	if tc.TenantID != nil {
+		c.TenantID = *tc.TenantID
+	}
+	if tc.OrgID != nil {
+		c.OrgID = *tc.OrgID
+	}
+	if tc.ExpiresAt != nil {
+		c.ExpiresAt = tc.ExpiresAt.UTC()
+	}
+	if err := checkClaims(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// checkClaims returns ErrMissingClaim for the first empty required claim.
+func checkClaims(c *Claims) error {
+	switch {
+	case c.TenantID == "":
+		return fmt.Errorf("%w: tenant_id", ErrMissingClaim)
+	case c.OrgID == "":
+		return fmt.Errorf("%w: org_id", ErrMissingClaim)
+	case c.Subject == "":
+		return fmt.Errorf("%w: sub", ErrMissingClaim)
+	case len(c.Roles) == 0:
+		return fmt.Errorf("%w: roles", ErrMissingClaim)
+	case c.ExpiresAt.IsZero():
+		return fmt.Errorf("%w: exp", ErrMissingClaim)
+	}
+	return nil
+}
+
+// MintHS256 signs c as an HS256 token (for `dair token` and tests). An empty OrgID defaults to
+// TenantID and an empty Subject to TenantID; TenantID, Roles and ExpiresAt are required
+// (ErrMissingClaim) and each role must be tenant, operator or admin (ErrUnknownRole).
+func MintHS256(secret []byte, c Claims) (string, error) {
+	if len(secret) == 0 {
+		return "", fmt.Errorf("%w: empty hs256 secret", ErrBadKey)
+	}
+	if c.OrgID == "" {
+		c.OrgID = c.TenantID
+	}
+	if c.Subject == "" {
+		c.Subject = c.TenantID
+	}
+	if err := checkClaims(&c); err != nil {
+		return "", err
+	}
+	for _, r := range c.Roles {
+		if _, ok := roleRank[r]; !ok {
+			return "", fmt.Errorf("%w: %q", ErrUnknownRole, r)
+		}
+	}
+	return mint(jwt.SigningMethodHS256, secret, c, time.Now())
+}
+
+// mint signs c with method and key; now sets iat.
+func mint(method jwt.SigningMethod, key any, c Claims, now time.Time) (string, error) {
+	tenant, org := c.TenantID, c.OrgID
+	tc := tokenClaims{TenantID: &tenant, OrgID: &org, Roles: c.Roles, RegisteredClaims: jwt.RegisteredClaims{
+		Subject: c.Subject, ExpiresAt: jwt.NewNumericDate(c.ExpiresAt), IssuedAt: jwt.NewNumericDate(now),
+	}}
+	s, err := jwt.NewWithClaims(method, tc).SignedString(key)
+	if err != nil {
+		return "", fmt.Errorf("auth: sign token: %w", err)
+	}
+	return s, nil
+}
