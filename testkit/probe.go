@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"fmt"
+	"github.com/dairuntime/dair/testkit/leak"
 	"reflect"
 	"sync"
 	"testing"
@@ -293,10 +294,4 @@ func next[T any](ch <-chan T, timeout time.Duration) (T, error) {
 // goroutines: the dead-letter log throttle's timer, which outlives the dead letter that started
 // it by up to DeadLetterThrottleInterval (one second by default). Use them with
 // goleak.VerifyNone or goleak.VerifyTestMain in actor packages.
-func ProtoactorLeakOptions() []goleak.Option {
-	return []goleak.Option{
-		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewThrottle.func1.1"),
-		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
-		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewThrottleWithLogger.func1.1"),
-	}
-}
+func ProtoactorLeakOptions() []goleak.Option { return leak.Protoactor() }

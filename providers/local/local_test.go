@@ -12,11 +12,11 @@ import (
 
 	"github.com/dairuntime/dair/messages"
 	"github.com/dairuntime/dair/providers"
-	"github.com/dairuntime/dair/testkit"
+	"github.com/dairuntime/dair/testkit/leak"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, testkit.ProtoactorLeakOptions()...)
+	goleak.VerifyTestMain(m, leak.Protoactor()...)
 }
 
 // fixture starts instance actors: "ri-ok" answers, "ri-silent" never answers, "ri-wrong"

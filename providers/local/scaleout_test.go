@@ -11,7 +11,6 @@ import (
 
 	"github.com/dairuntime/dair/messages"
 	"github.com/dairuntime/dair/providers"
-	"github.com/dairuntime/dair/testkit"
 )
 
 var (
@@ -179,9 +178,12 @@ func TestProvider_ScaleOut_thenDispatch(t *testing.T) {
 	if !out.Result.GetOk() {
 		t.Fatalf("ScaleOut() = %v", out.Result)
 	}
-	testkit.Eventually(t, 2*time.Second, 5*time.Millisecond, func() bool {
-		return slices.Contains(reg.ids(), "tenant-b-runtime-1")
-	}, "instance registered")
+	for deadline := time.Now().Add(2 * time.Second); !slices.Contains(reg.ids(), "tenant-b-runtime-1"); {
+		if time.Now().After(deadline) {
+			t.Fatal("instance not registered")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	list, err := reg.Instances(context.Background())
 	if err != nil {
 		t.Fatalf("Instances() = %v", err)

@@ -1,8 +1,9 @@
-package redisstore
+package redisstore_test
 
 import (
 	"context"
 	"fmt"
+	"github.com/dairuntime/dair/internal/store/redisstore"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -13,7 +14,7 @@ import (
 )
 
 // benchExecutions creates n executions at epoch 1 and returns their ids.
-func benchExecutions(b *testing.B, st *Store, n int) []string {
+func benchExecutions(b *testing.B, st *redisstore.Store, n int) []string {
 	b.Helper()
 	ids := make([]string, n)
 	for i := range ids {
@@ -49,18 +50,8 @@ func BenchmarkRawLuaCommit(b *testing.B) {
 			run := func(next func() bool) {
 				execID := ids[worker.Add(1)%int64(len(ids))]
 				for next() {
-					keys, args, err := st.commitArgs(benchCommit(execID, step.Add(1)))
-					if err != nil {
-						b.Errorf("commit args: %v", err)
-						return
-					}
-					res, err := scriptCommit.Run(ctx, st.rdb, keys, args...).Result()
-					if err != nil {
+					if err := st.CommitOne(ctx, benchCommit(execID, step.Add(1))); err != nil {
 						b.Errorf("commit: %v", err)
-						return
-					}
-					if n, _ := res.(int64); n != commitOK {
-						b.Errorf("commit: reply %d", n)
 						return
 					}
 				}

@@ -338,3 +338,21 @@ func (s *Store) ListExecutionsByInstance(ctx context.Context, runtimeInstanceID 
 	}
 	return out, nil
 }
+
+// CommitOne runs the step-commit script for one commit in one round trip, without a pipeline:
+// the store's ceiling for one durable commit, which BenchmarkRawLuaCommit measures. It returns
+// the same errors as one element of CommitSteps.
+func (s *Store) CommitOne(ctx context.Context, c store.StepCommit) error {
+	if err := s.check(); err != nil {
+		return fmt.Errorf("redisstore: commit: %w", err)
+	}
+	keys, args, err := s.commitArgs(c)
+	if err != nil {
+		return err
+	}
+	res, err := scriptCommit.Run(ctx, s.rdb, keys, args...).Result()
+	if err != nil {
+		return fmt.Errorf("redisstore: commit %s/%s: %w", c.ExecutionID, c.Step.GetStepId(), err)
+	}
+	return commitResult(c, res)
+}

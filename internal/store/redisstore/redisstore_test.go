@@ -1,9 +1,10 @@
-package redisstore
+package redisstore_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dairuntime/dair/internal/store/redisstore"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -65,9 +66,9 @@ func sharedRedis(tb testing.TB) *testkit.Redis {
 }
 
 // openTest opens a store with a fresh prefix on r and closes it at the end of the test.
-func openTest(tb testing.TB, r *testkit.Redis, now func() time.Time) *Store {
+func openTest(tb testing.TB, r *testkit.Redis, now func() time.Time) *redisstore.Store {
 	tb.Helper()
-	st, err := Open(context.Background(), Options{
+	st, err := redisstore.Open(context.Background(), redisstore.Options{
 		URL: r.URL(), Now: now, Prefix: fmt.Sprintf("t%d", prefixSeq.Add(1)),
 		// Generous: shared CI machines stall Redis for hundreds of milliseconds under load.
 		Timeout: 5 * time.Second,
@@ -93,17 +94,17 @@ func TestStore_Contract(t *testing.T) {
 func TestStore_Open_errors(t *testing.T) {
 	tests := []struct {
 		name string
-		opts Options
+		opts redisstore.Options
 		want error
 	}{
-		{name: "noAddr", opts: Options{}, want: ErrBadOptions},
-		{name: "badURL", opts: Options{URL: "http://x"}, want: ErrBadOptions},
-		{name: "unreachable", opts: Options{Addr: "127.0.0.1:1"}},
+		{name: "noAddr", opts: redisstore.Options{}, want: redisstore.ErrBadOptions},
+		{name: "badURL", opts: redisstore.Options{URL: "http://x"}, want: redisstore.ErrBadOptions},
+		{name: "unreachable", opts: redisstore.Options{Addr: "127.0.0.1:1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
-			st, err := Open(context.Background(), tt.opts)
+			st, err := redisstore.Open(context.Background(), tt.opts)
 			if err == nil {
 				t.Fatalf("Open succeeded: %v", st)
 			}
@@ -122,7 +123,7 @@ func TestStore_Open_errors(t *testing.T) {
 
 func TestStore_Close_idempotent(t *testing.T) {
 	r := sharedRedis(t)
-	st, err := Open(context.Background(), Options{Addr: r.Addr(), Prefix: "close"})
+	st, err := redisstore.Open(context.Background(), redisstore.Options{Addr: r.Addr(), Prefix: "close"})
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -132,8 +133,8 @@ func TestStore_Close_idempotent(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatalf("second close: %v", err)
 	}
-	if _, err := st.GetRun(context.Background(), "x"); !errors.Is(err, ErrClosed) {
-		t.Fatalf("GetRun after close = %v, want ErrClosed", err)
+	if _, err := st.GetRun(context.Background(), "x"); !errors.Is(err, redisstore.ErrClosed) {
+		t.Fatalf("GetRun after close = %v, want redisstore.ErrClosed", err)
 	}
 }
 
@@ -251,7 +252,7 @@ func TestStore_RedisRestart_recovers(t *testing.T) {
 // (it needs a server on the default port).
 func ExampleOpen() {
 	ctx := context.Background()
-	st, err := Open(ctx, Options{URL: "redis://127.0.0.1:6379/0", Prefix: "example"})
+	st, err := redisstore.Open(ctx, redisstore.Options{URL: "redis://127.0.0.1:6379/0", Prefix: "example"})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -1,0 +1,45 @@
+# dair build, test and tooling entry points. `make help` lists the targets.
+
+GO        ?= go
+BIN       ?= bin/dair
+PKG       ?= ./...
+FUZZTIME  ?= 10s
+PROTOC_GEN_GO_VERSION ?= v1.36.12
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+.PHONY: help build test bench proto demo fuzz lint clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+
+build: ## build the binary into bin/dair
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/dair
+
+test: ## run every test with the race detector
+	$(GO) test -race -count=1 -timeout 14m $(PKG)
+
+bench: ## run the Go benchmarks and print their standard lines
+	$(GO) test -run '^$$' -bench . -timeout 10m $(PKG)
+
+proto: ## regenerate messages/dair.pb.go (needs protoc)
+	@command -v protoc-gen-go >/dev/null 2>&1 || $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc --go_out=. --go_opt=paths=source_relative messages/dair.proto
+
+demo: build ## run the demo scenario
+	./$(BIN) demo
+
+fuzz: ## run every fuzz target for FUZZTIME each
+	@set -e; for dir in $$($(GO) list -f '{{.Dir}}' $(PKG)); do \
+		for target in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
+			echo "== $$dir $$target"; \
+			(cd $$dir && $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) .); \
+		done; \
+	done
+
+lint: ## gofmt and go vet
+	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKG)
+
+clean: ## remove build output
+	rm -rf bin

@@ -1,0 +1,326 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dairuntime/dair/internal/api"
+	"github.com/dairuntime/dair/internal/client"
+	"github.com/dairuntime/dair/internal/dag"
+	"github.com/dairuntime/dair/messages"
+)
+
+func newInstancesCmd(a *app) *cobra.Command {
+	cmd := group("instances", "runtime instances and their capacity")
+	var tenant string
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "list runtime instances and their capacity",
+		Args:  exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := a.client().ListInstances(cmd.Context(), tenant)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut() {
+				return a.printJSON(l)
+			}
+			tw := a.table()
+			fmt.Fprintln(tw, "ID\tSTATUS\tTENANT\tISOLATION\tWORKERS\tRUNS\tSLOTS\tQUEUE\tPAUSED\tDRAINING\tHEARTBEAT")
+			for _, i := range l.Instances {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d/%d\t%d\t%d/%d\t%t\t%t\t%s\n", i.RuntimeInstanceID, i.Status,
+					dash(i.TenantID), dash(i.IsolationMode), i.ActiveWorkerCount, i.WorkerCount, i.ActiveRunCount,
+					i.MaxConcurrentRuns, i.AvailableRunSlots, i.QueuedRunCount, i.QueueCapacity, i.IsQueuePaused,
+					i.IsDraining, fmtTime(i.LastHeartbeatAt))
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().StringVar(&tenant, "tenant", "", "only instances visible to this tenant")
+	cmd.AddCommand(list)
+	for _, op := range []string{client.OpPause, client.OpResume, client.OpDrain} {
+		cmd.AddCommand(&cobra.Command{
+			Use:   op + " ID",
+			Short: op + " an instance's queue",
+			Args:  exactArgs("ID"),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				in, err := a.client().ControlInstance(cmd.Context(), args[0], op)
+				if err != nil {
+					return err
+				}
+				if a.jsonOut() {
+					return a.printJSON(in)
+				}
+				_, err = fmt.Fprintf(a.stdout, "instance %s %s paused=%t draining=%t\n", in.RuntimeInstanceID, in.Status,
+					in.IsQueuePaused, in.IsDraining)
+				return err
+			},
+		})
+	}
+	return cmd
+}
+
+func newTenantsCmd(a *app) *cobra.Command {
+	cmd := group("tenants", "tenant settings")
+	var t api.Tenant
+	put := &cobra.Command{
+		Use:   "put TENANT",
+		Short: "create or replace a tenant's settings",
+		Args:  exactArgs("TENANT"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t.TenantID = args[0]
+			switch t.IsolationMode {
+			case messages.IsolationShared, messages.IsolationDedicated, messages.IsolationHybrid:
+			case "":
+				return usagef("tenants put needs --isolation shared, dedicated or hybrid")
+			default:
+				return usagef("unknown isolation %q (want shared, dedicated or hybrid)", t.IsolationMode)
+			}
+			out, err := a.client().PutTenant(cmd.Context(), t)
+			if err != nil {
+				return err
+			}
+			return a.printTenants([]api.Tenant{*out}, false)
+		},
+	}
+	fs := put.Flags()
+	fs.StringVar(&t.IsolationMode, "isolation", "", "isolation mode: shared, dedicated or hybrid")
+	fs.StringVar(&t.TenantGroupID, "tenant-group-id", "", "tenant group")
+	fs.BoolVar(&t.PreferDedicatedCapacity, "prefer-dedicated-capacity", false, "hybrid: prefer dedicated instances")
+	fs.BoolVar(&t.AllowSharedFallback, "allow-shared-fallback", false, "hybrid: fall back to shared instances")
+	fs.StringVar(&t.RuntimeInstanceIDPrefix, "runtime-instance-id-prefix", "", "prefix of the tenant's instance ids")
+	fs.Int32Var(&t.MaxRuntimeInstances, "max-runtime-instances", 0, "most dedicated instances (0: default)")
+	fs.Int32Var(&t.WorkerCountPerInstance, "worker-count-per-instance", 0, "workers per instance (0: default)")
+	fs.Int32Var(&t.MaxConcurrentRunsPerInstance, "max-concurrent-runs-per-instance", 0, "run slots per instance (0: default)")
+	fs.Int32Var(&t.LocalQueueCapacity, "local-queue-capacity", 0, "instance queue capacity (0: default)")
+	fs.Int32Var(&t.MaxLocalWorkersPerExecution, "max-local-workers-per-execution", 0, "parallel steps per execution (0: default)")
+	fs.BoolVar(&t.Suspended, "suspended", false, "store the tenant suspended")
+
+	get := &cobra.Command{
+		Use:   "get TENANT",
+		Short: "show a tenant's settings",
+		Args:  exactArgs("TENANT"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out, err := a.client().GetTenant(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return a.printTenants([]api.Tenant{*out}, false)
+		},
+	}
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "list tenants",
+		Args:  exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := a.client().ListTenants(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if a.jsonOut() {
+				return a.printJSON(l)
+			}
+			return a.printTenants(l.Tenants, true)
+		},
+	}
+	cmd.AddCommand(put, get, list)
+	for _, op := range []string{"suspend", "resume"} {
+		cmd.AddCommand(&cobra.Command{
+			Use:   op + " TENANT",
+			Short: op + " a tenant",
+			Args:  exactArgs("TENANT"),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				out, err := a.client().ControlTenant(cmd.Context(), args[0], op)
+				if err != nil {
+					return err
+				}
+				return a.printTenants([]api.Tenant{*out}, false)
+			},
+		})
+	}
+	return cmd
+}
+
+// printTenants prints tenants as a table (or one tenant's JSON unless list).
+func (a *app) printTenants(ts []api.Tenant, list bool) error {
+	if a.jsonOut() && !list && len(ts) == 1 {
+		return a.printJSON(ts[0])
+	}
+	tw := a.table()
+	fmt.Fprintln(tw, "TENANT\tGROUP\tISOLATION\tPREFER_DEDICATED\tSHARED_FALLBACK\tPREFIX\tMAX_INSTANCES\tWORKERS\tRUNS/INSTANCE\tQUEUE\tSUSPENDED")
+	for _, t := range ts {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%t\t%s\t%d\t%d\t%d\t%d\t%t\n", t.TenantID, dash(t.TenantGroupID), t.IsolationMode,
+			t.PreferDedicatedCapacity, t.AllowSharedFallback, dash(t.RuntimeInstanceIDPrefix), t.MaxRuntimeInstances,
+			t.WorkerCountPerInstance, t.MaxConcurrentRunsPerInstance, t.LocalQueueCapacity, t.Suspended)
+	}
+	return tw.Flush()
+}
+
+func newExecutionsCmd(a *app) *cobra.Command {
+	cmd := group("executions", "durable history of executions")
+	ledger := &cobra.Command{
+		Use:   "ledger ID",
+		Short: "print an execution's ledger",
+		Args:  exactArgs("ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := a.client().Ledger(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if a.jsonOut() {
+				return a.printJSON(l)
+			}
+			tw := a.table()
+			fmt.Fprintln(tw, "SEQ\tAT\tKIND\tSTEP\tATTEMPT\tINSTANCE\tREASON")
+			for _, e := range l.Entries {
+				attempt := "-"
+				if e.Attempt > 0 {
+					attempt = fmt.Sprint(e.Attempt)
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Seq, e.At.UTC().Format("15:04:05.000"), e.Kind, dash(e.StepID),
+					attempt, dash(e.RuntimeInstanceID), dash(oneLine(e.Reason)))
+			}
+			return tw.Flush()
+		},
+	}
+	trace := &cobra.Command{
+		Use:   "trace ID",
+		Short: "print an execution's trace spans",
+		Args:  exactArgs("ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tr, err := a.client().Trace(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if a.jsonOut() {
+				return a.printJSON(tr)
+			}
+			tw := a.table()
+			fmt.Fprintln(tw, "NAME\tKIND\tSTART\tDURATION")
+			for _, s := range tr.Spans {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.Kind, s.Start.UTC().Format("15:04:05.000"), s.End.Sub(s.Start))
+			}
+			return tw.Flush()
+		},
+	}
+	replay := &cobra.Command{
+		Use:   "replay ID",
+		Short: "replay an execution against its history; exits 1 on divergence",
+		Args:  exactArgs("ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := a.client().Replay(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if a.jsonOut() {
+				if err := a.printJSON(r); err != nil {
+					return err
+				}
+			} else {
+				if !r.Diverged {
+					_, err := fmt.Fprintf(a.stdout, "execution %s replayed: no divergence\n", r.ExecutionID)
+					return err
+				}
+				fmt.Fprintf(a.stdout, "execution %s diverged:\n", r.ExecutionID)
+				for _, d := range r.Divergences {
+					fmt.Fprintf(a.stdout, "  step %s: %s\n", dash(d.StepID), d.Reason)
+				}
+			}
+			if r.Diverged {
+				return &quietError{msg: "replay diverged"}
+			}
+			return nil
+		},
+	}
+	cmd.AddCommand(ledger, trace, replay)
+	return cmd
+}
+
+func newPipelinesCmd(a *app) *cobra.Command {
+	cmd := group("pipelines", "pipeline definitions")
+	put := &cobra.Command{
+		Use:   "put FILE",
+		Short: "store a pipeline definition (YAML or JSON)",
+		Args:  exactArgs("FILE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			src, err := os.ReadFile(args[0])
+			if err != nil {
+				return usagef("read pipeline file: %v", err)
+			}
+			p, err := dag.Parse(src)
+			if err != nil {
+				return usagef("%s: %v", args[0], err)
+			}
+			out, err := a.client().PutPipeline(cmd.Context(), p.Key, src)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut() {
+				return a.printJSON(out)
+			}
+			_, err = fmt.Fprintf(a.stdout, "pipeline %s stored (hash %s)\n", out.Key, short(out.Hash))
+			return err
+		},
+	}
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "list pipelines",
+		Args:  exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := a.client().ListPipelines(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if a.jsonOut() {
+				return a.printJSON(l)
+			}
+			tw := a.table()
+			fmt.Fprintln(tw, "KEY\tHASH\tCREATED")
+			for _, p := range l.Pipelines {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Key, short(p.Hash), fmtTime(p.CreatedAt))
+			}
+			return tw.Flush()
+		},
+	}
+	get := &cobra.Command{
+		Use:   "get KEY",
+		Short: "print a pipeline's latest definition",
+		Args:  exactArgs("KEY"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := a.client().GetPipeline(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if a.jsonOut() {
+				return a.printJSON(p)
+			}
+			_, err = fmt.Fprintf(a.stdout, "# %s hash %s\n%s", p.Key, p.Hash, p.Source)
+			return err
+		},
+	}
+	cmd.AddCommand(put, list, get)
+	return cmd
+}
+
+func newQueueCmd(a *app) *cobra.Command {
+	cmd := group("queue", "the shared queue")
+	cmd.AddCommand(&cobra.Command{
+		Use:   "drain",
+		Short: "run one manual shared-queue drain cycle",
+		Args:  exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := a.client().DrainQueue(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if a.jsonOut() {
+				return a.printJSON(d)
+			}
+			_, err = fmt.Fprintf(a.stdout, "claimed %d\n", d.Claimed)
+			return err
+		},
+	})
+	return cmd
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/dairuntime/dair/internal/server"
+)
+
+// addServingFlags registers the flags shared by the serving commands.
+func addServingFlags(fs *pflag.FlagSet, o *server.Options, defaultAuth string) {
+	fs.StringVar(&o.Auth, "auth", defaultAuth, "authentication: none or jwt")
+	fs.StringVar(&o.JWTSecretFile, "jwt-secret-file", "", "HS256 secret file (with --auth jwt)")
+	fs.StringVar(&o.JWTPublicKeyFile, "jwt-public-key-file", "", "RS256/ES256 PEM public key file (with --auth jwt)")
+	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&o.LogFormat, "log-format", "console", "log format: json or console")
+	fs.StringVar(&o.HostMode, "host-mode", server.HostFixture, "how scale-out creates runtime hosts: fixture, process or attach")
+	fs.StringVar(&o.PipelinesDir, "pipelines", "", "directory of pipeline files (*.yaml, *.yml, *.json) loaded at start")
+	fs.StringVar(&o.NodeID, "node-id", "", "node id (default: the host name)")
+	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "bound of the graceful shutdown")
+}
+
+func newDevCmd(a *app) *cobra.Command {
+	o := server.DevOptions()
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "run one node with every role and the embedded store",
+		Long: "dev runs one node with every role and the embedded store under --data. It is ready when GET /readyz\n" +
+			"answers 200. With --auth none (the default) it serves on a loopback address only.",
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.LogOutput = a.stderr
+			return server.Run(cmd.Context(), o)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.DataDir, "data", o.DataDir, "data directory of the embedded store")
+	fs.StringVar(&o.HTTPAddr, "http", o.HTTPAddr, "HTTP API listen address")
+	addServingFlags(fs, &o, server.AuthNone)
+	return cmd
+}
+
+func newNodeCmd(a *app) *cobra.Command {
+	o := server.DefaultOptions()
+	cmd := &cobra.Command{
+		Use:   "node",
+		Short: "run one cluster node",
+		Long: "node runs one cluster node on a shared store. --store is redis://HOST:PORT/DB (or bolt://PATH for a\n" +
+			"single node); --bind is the membership address and --join lists seeds.",
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.StoreURL == "" {
+				return usagef("node needs --store redis://HOST:PORT/DB or bolt://PATH")
+			}
+			o.LogOutput = a.stderr
+			return server.Run(cmd.Context(), o)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.StoreURL, "store", "", "store URL: redis://HOST:PORT/DB or bolt://PATH")
+	fs.StringVar(&o.BindAddr, "bind", "", "membership bind address HOST:PORT")
+	fs.StringSliceVar(&o.Join, "join", nil, "membership seeds HOST:PORT[,HOST:PORT...]")
+	fs.StringSliceVar(&o.Roles, "roles", o.Roles, "roles: control-plane,runtime")
+	fs.StringVar(&o.HTTPAddr, "http", o.HTTPAddr, "HTTP API listen address")
+	fs.IntVar(&o.ActorPort, "actor-port", 0, "actor remote port (0: chosen)")
+	addServingFlags(fs, &o, server.AuthNone)
+	return cmd
+}

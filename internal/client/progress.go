@@ -1,0 +1,181 @@
+package client
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dairuntime/dair/internal/api"
+	"github.com/dairuntime/dair/messages"
+)
+
+// Progress renders a run's event stream as human progress lines, one per finished step:
+//
+//	[3/20] step fetch-3 succeeded 102ms
+//
+// On a terminal (Live true) it also keeps a transient status line naming the running steps,
+// redrawn in place. It is not goroutine-safe: feed it from one goroutine (Follow's callback).
+type Progress struct {
+	out   io.Writer
+	live  bool
+	total int
+
+	done     int
+	started  map[string]time.Time // step id -> start of its current attempt
+	running  []string
+	statusOn bool // a transient status line is on screen (live only)
+}
+
+// NewProgress returns a renderer writing to out. total is the pipeline's step count (0 when
+// unknown); live draws the transient status line (use it only when out is a terminal).
+func NewProgress(out io.Writer, total int, live bool) *Progress {
+	return &Progress{out: out, live: live, total: total, started: map[string]time.Time{}}
+}
+
+// Event handles one event of the run's stream (an EventFunc); data is an api.LedgerEntry.
+// It returns write errors only; undecodable data is skipped.
+func (p *Progress) Event(_ int64, kind string, data []byte) error {
+	var e api.LedgerEntry
+	if err := json.Unmarshal(data, &e); err != nil {
+		return nil
+	}
+	if e.Kind == "" {
+		e.Kind = kind
+	}
+	switch e.Kind {
+	case messages.KindStepStarted:
+		p.started[e.StepID] = e.At
+		p.addRunning(e.StepID)
+		return p.redraw()
+	case messages.KindStepSucceeded:
+		p.done++
+		return p.finished(e, "succeeded", "")
+	case messages.KindStepFailed:
+		var d struct {
+			Final     *bool `json:"final"`
+			RetryInMS int64 `json:"retry_in_ms"`
+		}
+		if len(e.Data) > 0 && json.Unmarshal(e.Data, &d) == nil && d.Final != nil && !*d.Final {
+			return p.finished(e, "failed", fmt.Sprintf("(attempt %d, retrying in %s): %s", e.Attempt,
+				time.Duration(d.RetryInMS)*time.Millisecond, e.Reason))
+		}
+		p.done++
+		return p.finished(e, "failed", e.Reason)
+	case messages.KindRecovery:
+		return p.line(fmt.Sprintf("recovery: %s", nonEmpty(e.Reason, "execution moved to a new instance")))
+	}
+	return nil
+}
+
+// Summary writes the final line for run and clears the status line.
+func (p *Progress) Summary(run *api.Run) error {
+	if err := p.clear(); err != nil {
+		return err
+	}
+	ok := 0
+	for _, s := range run.Steps {
+		if s.Status == messages.StepSucceeded {
+			ok++
+		}
+	}
+	total := max(len(run.Steps), p.total)
+	took := run.UpdatedAt.Sub(run.CreatedAt).Round(time.Millisecond)
+	msg := fmt.Sprintf("run %s %s: %d/%d steps succeeded in %s", run.SharedRunID, run.Status, ok, total, took)
+	if run.FailureReason != "" {
+		msg += ": " + run.FailureReason
+	}
+	_, err := fmt.Fprintln(p.out, msg)
+	return err
+}
+
+func (p *Progress) finished(e api.LedgerEntry, verb, detail string) error {
+	p.removeRunning(e.StepID)
+	counter := fmt.Sprintf("[%d]", p.done)
+	if p.total > 0 {
+		counter = fmt.Sprintf("[%d/%d]", p.done, p.total)
+	}
+	msg := fmt.Sprintf("%s step %s %s", counter, e.StepID, verb)
+	if start, ok := p.started[e.StepID]; ok && !start.IsZero() && !e.At.IsZero() {
+		msg += " " + roundDuration(e.At.Sub(start)).String()
+	}
+	if detail != "" {
+		msg += " " + detail
+	}
+	return p.line(msg)
+}
+
+// line prints a permanent line, keeping the status line below it.
+func (p *Progress) line(s string) error {
+	if err := p.clear(); err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(p.out, s); err != nil {
+		return err
+	}
+	return p.redraw()
+}
+
+func (p *Progress) clear() error {
+	if !p.statusOn {
+		return nil
+	}
+	p.statusOn = false
+	_, err := io.WriteString(p.out, "\r\033[K")
+	return err
+}
+
+func (p *Progress) redraw() error {
+	if !p.live {
+		return nil
+	}
+	if err := p.clear(); err != nil {
+		return err
+	}
+	if len(p.running) == 0 {
+		return nil
+	}
+	names := strings.Join(p.running, ", ")
+	if len(names) > 60 {
+		names = names[:57] + "..."
+	}
+	p.statusOn = true
+	_, err := fmt.Fprintf(p.out, "running %d: %s", len(p.running), names)
+	return err
+}
+
+func (p *Progress) addRunning(id string) {
+	for _, r := range p.running {
+		if r == id {
+			return
+		}
+	}
+	p.running = append(p.running, id)
+	sort.Strings(p.running)
+}
+
+func (p *Progress) removeRunning(id string) {
+	for i, r := range p.running {
+		if r == id {
+			p.running = append(p.running[:i], p.running[i+1:]...)
+			return
+		}
+	}
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// roundDuration rounds to milliseconds, or to microseconds below one millisecond.
+func roundDuration(d time.Duration) time.Duration {
+	if d < time.Millisecond {
+		return d.Round(time.Microsecond)
+	}
+	return d.Round(time.Millisecond)
+}

@@ -1,0 +1,224 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/internal/logging"
+)
+
+// Sentinel errors of package server.
+var (
+	// ErrInvalidOptions is wrapped by the errors Options.Validate, OpenStore and Run return when
+	// the options are unusable (bad flag values, an unknown store scheme, a shared file store).
+	// The dair binary maps it to exit code 2.
+	ErrInvalidOptions = errors.New("server: invalid options")
+	// ErrBadPipeline is wrapped by the error Run returns when a file of PipelinesDir cannot be
+	// read or is not a valid pipeline. The dair binary maps it to exit code 2.
+	ErrBadPipeline = errors.New("server: bad pipeline file")
+)
+
+// Auth modes.
+const (
+	AuthNone = "none"
+	AuthJWT  = "jwt"
+)
+
+// Host modes: how scale-out creates runtime hosts.
+const (
+	HostFixture = "fixture"
+	HostProcess = "process"
+	HostAttach  = "attach"
+)
+
+// Options configures Run. The zero value of each field means its default.
+type Options struct {
+	// NodeID names the node. Default: the host name.
+	NodeID string
+	// StoreURL is bolt://PATH or redis://HOST:PORT/DB. Default bolt://DataDir/dair.db.
+	StoreURL string
+	// DataDir holds the embedded store when StoreURL is empty. Default ./.dair.
+	DataDir string
+	// HTTPAddr is the API listen address. Default 127.0.0.1:8080; port 0 picks a free port.
+	HTTPAddr string
+	// PipelinesDir, when set, is scanned at start: every *.yaml, *.yml and *.json file in it is
+	// validated and stored as a pipeline. Default: none.
+	PipelinesDir string
+	// Roles the node plays (control-plane, runtime). Default both.
+	Roles []string
+	// Auth is none or jwt. Default none.
+	Auth string
+	// JWTSecretFile holds the HS256 secret; JWTPublicKeyFile a PEM RS256/ES256 public key. One
+	// of them is required when Auth is jwt.
+	JWTSecretFile, JWTPublicKeyFile string
+	// LogLevel is debug, info, warn or error. Default info.
+	LogLevel string
+	// LogFormat is json or console. Default console.
+	LogFormat string
+	// LogOutput receives the logs. Default os.Stderr.
+	LogOutput io.Writer
+	// HostMode is fixture, process or attach. Default fixture; only fixture is implemented.
+	HostMode string
+	// BindAddr is the membership address HOST:PORT. Default: none (single node).
+	BindAddr string
+	// Join lists membership seeds HOST:PORT. Joining requires a shared (Redis) store.
+	Join []string
+	// ActorPort is the actor remote port; 0 chooses one.
+	ActorPort int
+	// LoopbackOnly refuses a non-loopback HTTPAddr when Auth is none (dev mode). Default false.
+	LoopbackOnly bool
+	// MaxBodyBytes caps request bodies. Default 1 MiB.
+	MaxBodyBytes int64
+	// SSEHeartbeat is the comment interval of event streams. Default 15s.
+	SSEHeartbeat time.Duration
+	// ShutdownTimeout bounds the graceful HTTP shutdown and the node stop. Default 10s.
+	ShutdownTimeout time.Duration
+	// OnReady, when set, is called once the API serves and /readyz answers 200, with the
+	// bound address. It must not block.
+	OnReady func(addr net.Addr)
+}
+
+// DefaultOptions returns the options of a cluster node (`dair node`) with defaults filled in.
+func DefaultOptions() Options {
+	return Options{
+		DataDir: ".dair", HTTPAddr: "127.0.0.1:8080", Roles: []string{actors.RoleControlPlane, actors.RoleRuntime},
+		Auth: AuthNone, LogLevel: logging.LevelInfo, LogFormat: logging.FormatConsole, HostMode: HostFixture,
+		MaxBodyBytes: 1 << 20, SSEHeartbeat: 15 * time.Second, ShutdownTimeout: 10 * time.Second,
+	}
+}
+
+// DevOptions returns the options of `dair dev`: every role, the embedded store under ./.dair
+// and, with auth none, a loopback-only listener.
+func DevOptions() Options {
+	o := DefaultOptions()
+	o.LoopbackOnly = true
+	return o
+}
+
+// withDefaults fills zero fields from DefaultOptions.
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.DataDir == "" {
+		o.DataDir = d.DataDir
+	}
+	if o.StoreURL == "" {
+		o.StoreURL = SchemeBolt + "://" + filepath.Join(o.DataDir, "dair.db")
+	}
+	if o.HTTPAddr == "" {
+		o.HTTPAddr = d.HTTPAddr
+	}
+	if len(o.Roles) == 0 {
+		o.Roles = d.Roles
+	}
+	if o.Auth == "" {
+		o.Auth = d.Auth
+	}
+	if o.HostMode == "" {
+		o.HostMode = d.HostMode
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if o.SSEHeartbeat <= 0 {
+		o.SSEHeartbeat = d.SSEHeartbeat
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = d.ShutdownTimeout
+	}
+	return o
+}
+
+// Validate reports the first unusable option, wrapping ErrInvalidOptions. Zero fields are
+// checked as their defaults. It does no I/O.
+func (o Options) Validate() error {
+	o = o.withDefaults()
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, a...)...)
+	}
+	scheme, _, err := splitStoreURL(o.StoreURL)
+	if err != nil {
+		return err
+	}
+	if scheme != SchemeBolt && scheme != SchemeRedis {
+		return bad("store url %q: unknown scheme %q (want bolt://PATH or redis://HOST:PORT/DB)", o.StoreURL, scheme)
+	}
+	for _, r := range o.Roles {
+		if r != actors.RoleControlPlane && r != actors.RoleRuntime {
+			return bad("unknown role %q (want %s or %s)", r, actors.RoleControlPlane, actors.RoleRuntime)
+		}
+	}
+	switch o.Auth {
+	case AuthNone:
+	case AuthJWT:
+		if o.JWTSecretFile == "" && o.JWTPublicKeyFile == "" {
+			return bad("--auth jwt needs --jwt-secret-file or --jwt-public-key-file")
+		}
+	default:
+		return bad("unknown auth mode %q (want none or jwt)", o.Auth)
+	}
+	if err := (logging.Config{Level: o.LogLevel, Format: o.LogFormat}).Validate(); err != nil {
+		return bad("%v", err)
+	}
+	switch o.HostMode {
+	case HostFixture:
+	case HostProcess, HostAttach:
+		return bad("host mode %q is not supported yet (use fixture)", o.HostMode)
+	default:
+		return bad("unknown host mode %q (want fixture, process or attach)", o.HostMode)
+	}
+	host, _, err := net.SplitHostPort(o.HTTPAddr)
+	if err != nil {
+		return bad("http address %q: %v", o.HTTPAddr, err)
+	}
+	if o.LoopbackOnly && o.Auth == AuthNone && !isLoopback(host) {
+		return bad("http address %q is not loopback; with --auth none dev serves on loopback only (use 127.0.0.1 or --auth jwt)", o.HTTPAddr)
+	}
+	if o.BindAddr != "" {
+		if err := checkHostPort(o.BindAddr); err != nil {
+			return bad("bind address: %v", err)
+		}
+	}
+	for _, j := range o.Join {
+		if err := checkHostPort(j); err != nil {
+			return bad("join address: %v", err)
+		}
+	}
+	if len(o.Join) > 0 && scheme == SchemeBolt {
+		return bad("a file store cannot be shared; use --store redis://HOST:PORT/DB with --join")
+	}
+	if o.ActorPort < 0 || o.ActorPort > 65535 {
+		return bad("actor port %d out of range", o.ActorPort)
+	}
+	return nil
+}
+
+// isLoopback reports whether host names only the loopback interface.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// checkHostPort validates a HOST:PORT address with a non-empty host and a numeric port.
+func checkHostPort(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q: %w", addr, err)
+	}
+	if host == "" {
+		return fmt.Errorf("%q: missing host", addr)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("%q: bad port %q", addr, port)
+	}
+	return nil
+}

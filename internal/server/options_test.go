@@ -1,0 +1,152 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dairuntime/dair/internal/dag"
+)
+
+func TestOptions_Validate_cases(t *testing.T) {
+	cases := []struct {
+		name    string
+		mutate  func(*Options)
+		wantErr string // empty: valid
+	}{
+		{"dev defaults", func(*Options) {}, ""},
+		{"dev localhost", func(o *Options) { o.HTTPAddr = "localhost:0" }, ""},
+		{"dev ipv6 loopback", func(o *Options) { o.HTTPAddr = "[::1]:8080" }, ""},
+		{"dev all interfaces refused", func(o *Options) { o.HTTPAddr = ":8080" }, "not loopback"},
+		{"dev public ip refused", func(o *Options) { o.HTTPAddr = "10.0.0.1:8080" }, "not loopback"},
+		{"dev public ip with jwt", func(o *Options) {
+			o.HTTPAddr, o.Auth, o.JWTSecretFile = "0.0.0.0:8080", AuthJWT, "secret"
+		}, ""},
+		{"node public ip auth none", func(o *Options) { o.LoopbackOnly, o.HTTPAddr = false, "0.0.0.0:8080" }, ""},
+		{"bad http address", func(o *Options) { o.HTTPAddr = "nope" }, "http address"},
+		{"jwt without key", func(o *Options) { o.Auth = AuthJWT }, "--jwt-secret-file"},
+		{"unknown auth", func(o *Options) { o.Auth = "basic" }, "unknown auth"},
+		{"unknown role", func(o *Options) { o.Roles = []string{"worker"} }, "unknown role"},
+		{"unknown scheme", func(o *Options) { o.StoreURL = "mysql://x" }, "unknown scheme"},
+		{"no scheme", func(o *Options) { o.StoreURL = "/tmp/x.db" }, "want bolt://PATH"},
+		{"redis without host", func(o *Options) { o.StoreURL = "redis:///0" }, "missing host"},
+		{"bad log level", func(o *Options) { o.LogLevel = "loud" }, "unknown level"},
+		{"bad log format", func(o *Options) { o.LogFormat = "xml" }, "unknown format"},
+		{"host mode process", func(o *Options) { o.HostMode = HostProcess }, "not supported yet"},
+		{"host mode unknown", func(o *Options) { o.HostMode = "k8s" }, "unknown host mode"},
+		{"join with bolt", func(o *Options) { o.Join = []string{"127.0.0.1:7946"} }, "a file store cannot be shared"},
+		{"join with redis", func(o *Options) {
+			o.StoreURL, o.Join, o.BindAddr = "redis://127.0.0.1:6379/0", []string{"127.0.0.1:7946"}, "127.0.0.1:7947"
+		}, ""},
+		{"bad join", func(o *Options) { o.StoreURL, o.Join = "redis://127.0.0.1:6379/0", []string{"nohost"} }, "join address"},
+		{"bad bind port", func(o *Options) { o.BindAddr = "127.0.0.1:x" }, "bad port"},
+		{"bad actor port", func(o *Options) { o.ActorPort = 70000 }, "actor port"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := DevOptions()
+			tc.mutate(&o)
+			err := o.Validate()
+			if tc.wantErr == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrInvalidOptions)
+			require.ErrorContains(t, err, tc.wantErr)
+		})
+	}
+}
+
+func TestOpenStore_cases(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name    string
+		url     string
+		wantErr string
+	}{
+		{"bolt", "bolt://" + filepath.Join(dir, "sub", "dair.db"), ""},
+		{"bolt without path", "bolt://", "missing file path"},
+		{"unknown scheme", "etcd://127.0.0.1:2379", "unknown scheme"},
+		{"redis without host", "redis://", "missing host"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := OpenStore(context.Background(), tc.url)
+			if tc.wantErr == "" {
+				require.NoError(t, err)
+				require.NoError(t, st.Close())
+				return
+			}
+			require.ErrorIs(t, err, ErrInvalidOptions)
+			require.ErrorContains(t, err, tc.wantErr)
+		})
+	}
+}
+
+// fakePipelines validates like the node (every handler known) and records keys.
+type fakePipelines struct{ keys []string }
+
+func (f *fakePipelines) PutPipeline(_ context.Context, src []byte) (*dag.Pipeline, error) {
+	p, err := dag.Load(src, func(string) bool { return true })
+	if err != nil {
+		return nil, err
+	}
+	f.keys = append(f.keys, p.Key)
+	return p, nil
+}
+
+const goodPipeline = "key: %s\nsteps:\n  - id: a\n    uses: echo\n    with: {value: x}\n"
+
+func writeFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600))
+	}
+	return dir
+}
+
+func TestLoadPipelines_cases(t *testing.T) {
+	cases := []struct {
+		name     string
+		files    map[string]string
+		wantKeys []string
+		wantErr  []string // substrings; nil: no error
+	}{
+		{"yaml yml json in name order, others ignored", map[string]string{
+			"b.yml":     strings.ReplaceAll(goodPipeline, "%s", "beta"),
+			"a.yaml":    strings.ReplaceAll(goodPipeline, "%s", "alpha"),
+			"c.json":    `{"key":"gamma","steps":[{"id":"a","uses":"echo"}]}`,
+			"README.md": "not a pipeline",
+		}, []string{"alpha", "beta", "gamma"}, nil},
+		{"empty dir", map[string]string{}, []string{}, nil},
+		{"invalid pipeline names file and reason", map[string]string{
+			"bad.yaml": "key: bad\nsteps:\n  - id: a\n    uses: echo\n    needs: [missing]\n",
+		}, nil, []string{"bad.yaml", "unknown_dependency"}},
+		{"malformed yaml", map[string]string{"x.yaml": "key: [\n"}, nil, []string{"x.yaml", "parse yaml"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := writeFiles(t, tc.files)
+			keys, err := LoadPipelines(context.Background(), &fakePipelines{}, dir)
+			if tc.wantErr == nil {
+				require.NoError(t, err)
+				require.Equal(t, tc.wantKeys, keys)
+				return
+			}
+			require.ErrorIs(t, err, ErrBadPipeline)
+			for _, s := range tc.wantErr {
+				require.ErrorContains(t, err, s)
+			}
+		})
+	}
+	t.Run("missing dir", func(t *testing.T) {
+		_, err := LoadPipelines(context.Background(), &fakePipelines{}, filepath.Join(t.TempDir(), "none"))
+		require.True(t, errors.Is(err, ErrBadPipeline), err)
+	})
+}
