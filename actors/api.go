@@ -126,7 +126,7 @@ func (n *Node) Submit(ctx context.Context, req SubmitRequest) (*messages.SharedR
 		mode = e.cfg.SubmitMode
 	}
 	if mode == SubmitDirect && n.core != nil {
-		out, err := n.core.dispatchRun(ctx, run.SharedRunId, "direct-"+e.nodeID)
+		out, err := n.core.dispatchRun(ctx, run.SharedRunId, "direct-"+e.nodeID, nil)
 		if err != nil {
 			e.log.Warn("direct dispatch", zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
 		}

@@ -13,9 +13,10 @@ import (
 	"github.com/dairuntime/dair/messages"
 )
 
-// committer batches fenced step commits from every execution of a node into few store calls.
-// Commits of one execution always go to the same shard and are written in submission order,
-// so a step's "started" record precedes its "succeeded" record. A transport failure (store
+// committer batches fenced step commits and ledger appends from every run of a node into few
+// store calls. Everything of one shared run goes to the same shard and is written in
+// submission order, so a run's ledger stays causal (admission before dispatch before a step's
+// "started" before its "succeeded"). A transport failure (store
 // down) is retried with backoff until the store answers again: the node stays up and loses
 // nothing that was submitted.
 type committer struct {
@@ -29,12 +30,13 @@ type committer struct {
 	wg   sync.WaitGroup
 }
 
-// commitReq is one commit and the callback that receives its outcome (called from a committer
-// goroutine; it must not block).
+// commitReq is one fenced commit, or (when ledger is set) an unfenced ledger append, and the
+// callback that receives its outcome (called from a committer goroutine; it must not block).
 type commitReq struct {
-	c    store.StepCommit
-	run  string
-	done func(error)
+	c      store.StepCommit
+	ledger []*messages.LedgerEntry
+	run    string
+	done   func(error)
 }
 
 func newCommitter(st store.Store, log *zap.Logger, hub *Hub, shards, maxBatch int) *committer {
@@ -58,7 +60,7 @@ func newCommitter(st store.Store, log *zap.Logger, hub *Hub, shards, maxBatch in
 // reports false after close.
 func (c *committer) submit(r commitReq) bool {
 	h := fnv.New32a()
-	if _, err := h.Write([]byte(r.c.ExecutionID)); err != nil {
+	if _, err := h.Write([]byte(r.run)); err != nil {
 		return false
 	}
 	ch := c.shards[int(h.Sum32()%uint32(len(c.shards)))]
@@ -98,7 +100,81 @@ func (c *committer) loop(ch chan commitReq) {
 				break fill
 			}
 		}
-		c.write(batch)
+		for len(batch) > 0 {
+			batch = c.writeSegment(batch)
+		}
+	}
+}
+
+// writeSegment writes the longest prefix-compatible part of batch as one ledger append plus
+// one commit batch and returns what must wait for the next round: a request of a run whose
+// earlier request in the batch went to the other kind of write, so that every run's order
+// holds although appends are written before commits.
+func (c *committer) writeSegment(batch []commitReq) []commitReq {
+	var appends, commits, later []commitReq
+	hasCommit, hasAppend, deferred := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, r := range batch {
+		switch {
+		case deferred[r.run]:
+			later = append(later, r)
+		case r.ledger != nil && !hasCommit[r.run]:
+			appends = append(appends, r)
+			hasAppend[r.run] = true
+		case r.ledger == nil:
+			commits = append(commits, r)
+			hasCommit[r.run] = true
+		default:
+			deferred[r.run] = true
+			later = append(later, r)
+		}
+	}
+	if len(appends) > 0 {
+		c.append(appends)
+	}
+	if len(commits) > 0 {
+		c.write(commits)
+	}
+	return later
+}
+
+// append writes ledger-only requests in one call, retrying transport failures like write.
+func (c *committer) append(reqs []commitReq) {
+	var entries []*messages.LedgerEntry
+	for _, r := range reqs {
+		entries = append(entries, r.ledger...)
+	}
+	backoff := 50 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := c.st.Append(ctx, entries...)
+		cancel()
+		if err == nil {
+			for _, r := range reqs {
+				r.done(nil)
+				if c.hub != nil {
+					terminal := false
+					for _, e := range r.ledger {
+						terminal = terminal || isTerminalKind(e.Kind)
+					}
+					c.hub.Notify(r.run, terminal)
+				}
+			}
+			return
+		}
+		c.log.Warn("ledger append failed; retrying", zap.Int("entries", len(entries)), zap.Error(err), zap.Duration("backoff", backoff))
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-c.stop:
+			t.Stop()
+			for _, r := range reqs {
+				r.done(err)
+			}
+			return
+		}
+		if backoff < 2*time.Second {
+			backoff *= 2
+		}
 	}
 }
 

@@ -62,8 +62,9 @@ func (c *core) tenantSettings(ctx context.Context, tenantID string) (*messages.T
 	return proto.Clone(t).(*messages.TenantSettings), nil
 }
 
-// dispatchRun runs admission for one queued run and carries out the decision.
-func (c *core) dispatchRun(ctx context.Context, runID, pumpID string) (outcome, error) {
+// dispatchRun runs admission for one queued run and carries out the decision. insts is the
+// registry snapshot to decide on (a pump cycle reads it once for its whole batch); nil reads it.
+func (c *core) dispatchRun(ctx context.Context, runID, pumpID string, insts []*messages.CapacityDescriptor) (outcome, error) {
 	e := c.env
 	run, err := e.st.GetRun(ctx, runID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -83,9 +84,10 @@ func (c *core) dispatchRun(ctx context.Context, runID, pumpID string) (outcome, 
 	if err != nil {
 		return outcomeRequeue, err
 	}
-	insts, err := e.st.ListInstances(ctx)
-	if err != nil {
-		return outcomeRequeue, fmt.Errorf("list instances: %w", err)
+	if insts == nil {
+		if insts, err = e.st.ListInstances(ctx); err != nil {
+			return outcomeRequeue, fmt.Errorf("list instances: %w", err)
+		}
 	}
 	visible := tenancy.FilterVisible(insts, snap.TenantId, snap.TenantGroupId, t)
 	reserved := make(map[string]int, len(visible))

@@ -36,22 +36,46 @@ type env struct {
 	now         func() time.Time
 }
 
-// ledger appends entries and wakes local waiters. Errors are logged, not returned: history is
-// best-effort outside the fenced step commits, which carry their own entries atomically.
+// ledger appends entries (batched with other runs' writes by the committer, in order per run)
+// and wakes local waiters. It blocks until the entries are durable or ctx ends. Errors are
+// logged, not returned: history is best-effort outside the fenced step commits, which carry
+// their own entries atomically; the committer retries transport failures.
 func (e *env) ledger(ctx context.Context, entries ...*messages.LedgerEntry) {
-	if len(entries) == 0 {
-		return
+	for len(entries) > 0 {
+		run := entries[0].SharedRunId
+		n := 1
+		for n < len(entries) && entries[n].SharedRunId == run {
+			n++
+		}
+		group := entries[:n]
+		entries = entries[n:]
+		done := make(chan error, 1)
+		if !e.commits.submit(commitReq{ledger: group, run: run, done: func(err error) { done <- err }}) {
+			e.appendDirect(ctx, group)
+			continue
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				e.log.Warn("ledger append failed", zap.String("kind", group[0].Kind), zap.String("shared_run_id", run), zap.Error(err))
+			}
+		case <-ctx.Done():
+			e.log.Warn("ledger append abandoned", zap.String("kind", group[0].Kind), zap.String("shared_run_id", run), zap.Error(ctx.Err()))
+		}
 	}
+}
+
+// appendDirect writes entries without the committer (it is closed: the node is stopping).
+func (e *env) appendDirect(ctx context.Context, entries []*messages.LedgerEntry) {
 	if _, err := e.st.Append(ctx, entries...); err != nil {
 		e.log.Warn("ledger append failed", zap.String("kind", entries[0].Kind), zap.String("shared_run_id", entries[0].SharedRunId), zap.Error(err))
 		return
 	}
-	for i, en := range entries {
-		last := i == len(entries)-1 || entries[i+1].SharedRunId != en.SharedRunId
-		if last || isTerminalKind(en.Kind) {
-			e.hub.Notify(en.SharedRunId, isTerminalKind(en.Kind))
-		}
+	terminal := false
+	for _, en := range entries {
+		terminal = terminal || isTerminalKind(en.Kind)
 	}
+	e.hub.Notify(entries[0].SharedRunId, terminal)
 }
 
 func isTerminalKind(k string) bool {

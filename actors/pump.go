@@ -82,6 +82,16 @@ func (c *core) cycle(ctx context.Context, pumpID string) (int, error) {
 		}
 		return 0, nil
 	}
+	insts, err := e.st.ListInstances(ctx)
+	if err != nil {
+		e.log.Warn("list instances", zap.Error(err))
+		for _, cl := range claims {
+			if err := e.st.Release(ctx, cl); err != nil {
+				e.log.Warn("release claim", zap.String("shared_run_id", cl.RunID), zap.Error(err))
+			}
+		}
+		return len(claims), err
+	}
 	sem := make(chan struct{}, max(1, e.cfg.PumpParallelism))
 	var wg sync.WaitGroup
 	for _, cl := range claims {
@@ -89,7 +99,7 @@ func (c *core) cycle(ctx context.Context, pumpID string) (int, error) {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			out, err := c.dispatchRun(ctx, cl.RunID, pumpID)
+			out, err := c.dispatchRun(ctx, cl.RunID, pumpID, insts)
 			if err != nil {
 				e.log.Warn("dispatch run", zap.String("shared_run_id", cl.RunID), zap.Error(err))
 			}
