@@ -112,7 +112,7 @@ type execution struct {
 	raw      map[string][]byte
 	running  map[string]*inflight
 	started  map[string]int64 // step id -> start of its current attempt (unix ns)
-	commits  int // commits submitted and not yet answered
+	commits  int              // commits submitted and not yet answered
 
 	paused    bool
 	stopping  bool   // cancel, failure or fencing in progress
