@@ -5,7 +5,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: dair.proto
+// source: messages/dair.proto
 
 package messages
 
@@ -42,7 +42,7 @@ type ExecutionContextSnapshot struct {
 
 func (x *ExecutionContextSnapshot) Reset() {
 	*x = ExecutionContextSnapshot{}
-	mi := &file_dair_proto_msgTypes[0]
+	mi := &file_messages_dair_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -54,7 +54,7 @@ func (x *ExecutionContextSnapshot) String() string {
 func (*ExecutionContextSnapshot) ProtoMessage() {}
 
 func (x *ExecutionContextSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_dair_proto_msgTypes[0]
+	mi := &file_messages_dair_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -67,7 +67,7 @@ func (x *ExecutionContextSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionContextSnapshot.ProtoReflect.Descriptor instead.
 func (*ExecutionContextSnapshot) Descriptor() ([]byte, []int) {
-	return file_dair_proto_rawDescGZIP(), []int{0}
+	return file_messages_dair_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *ExecutionContextSnapshot) GetTenantId() string {
@@ -148,7 +148,7 @@ type TenantSettings struct {
 
 func (x *TenantSettings) Reset() {
 	*x = TenantSettings{}
-	mi := &file_dair_proto_msgTypes[1]
+	mi := &file_messages_dair_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -160,7 +160,7 @@ func (x *TenantSettings) String() string {
 func (*TenantSettings) ProtoMessage() {}
 
 func (x *TenantSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_dair_proto_msgTypes[1]
+	mi := &file_messages_dair_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -173,7 +173,7 @@ func (x *TenantSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantSettings.ProtoReflect.Descriptor instead.
 func (*TenantSettings) Descriptor() ([]byte, []int) {
-	return file_dair_proto_rawDescGZIP(), []int{1}
+	return file_messages_dair_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *TenantSettings) GetTenantId() string {
@@ -312,7 +312,7 @@ type CapacityDescriptor struct {
 
 func (x *CapacityDescriptor) Reset() {
 	*x = CapacityDescriptor{}
-	mi := &file_dair_proto_msgTypes[2]
+	mi := &file_messages_dair_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -324,7 +324,7 @@ func (x *CapacityDescriptor) String() string {
 func (*CapacityDescriptor) ProtoMessage() {}
 
 func (x *CapacityDescriptor) ProtoReflect() protoreflect.Message {
-	mi := &file_dair_proto_msgTypes[2]
+	mi := &file_messages_dair_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -337,7 +337,7 @@ func (x *CapacityDescriptor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapacityDescriptor.ProtoReflect.Descriptor instead.
 func (*CapacityDescriptor) Descriptor() ([]byte, []int) {
-	return file_dair_proto_rawDescGZIP(), []int{2}
+	return file_messages_dair_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *CapacityDescriptor) GetRuntimeInstanceId() string {
@@ -609,7 +609,7 @@ type SharedRun struct {
 
 func (x *SharedRun) Reset() {
 	*x = SharedRun{}
-	mi := &file_dair_proto_msgTypes[3]
+	mi := &file_messages_dair_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -621,7 +621,7 @@ func (x *SharedRun) String() string {
 func (*SharedRun) ProtoMessage() {}
 
 func (x *SharedRun) ProtoReflect() protoreflect.Message {
-	mi := &file_dair_proto_msgTypes[3]
+	mi := &file_messages_dair_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -634,7 +634,7 @@ func (x *SharedRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SharedRun.ProtoReflect.Descriptor instead.
 func (*SharedRun) Descriptor() ([]byte, []int) {
-	return file_dair_proto_rawDescGZIP(), []int{3}
+	return file_messages_dair_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SharedRun) GetSharedRunId() string {
@@ -811,7 +811,7 @@ type DispatchRequest struct {
 
 func (x *DispatchRequest) Reset() {
 	*x = DispatchRequest{}
-	mi := &file_dair_proto_msgTypes[4]
+	mi := &file_messages_dair_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -823,7 +823,7 @@ func (x *DispatchRequest) String() string {
 func (*DispatchRequest) ProtoMessage() {}
 
 func (x *DispatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dair_proto_msgTypes[4]
+	mi := &file_messages_dair_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -836,7 +836,7 @@ func (x *DispatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchRequest.ProtoReflect.Descriptor instead.
 func (*DispatchRequest) Descriptor() ([]byte, []int) {
-	return file_dair_proto_rawDescGZIP(), []int{4}
+	return file_messages_dair_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *DispatchRequest) GetRuntimeInstanceId() string {
@@ -935,7 +935,7 @@ type ProviderResult struct {
 
 func (x *ProviderResult) Reset() {
 	*x = ProviderResult{}
-	mi := &file_dair_proto_msgTypes[5]
+	mi := &file_messages_dair_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -947,7 +947,7 @@ func (x *ProviderResult) String() string {
 func (*ProviderResult) ProtoMessage() {}
 
 func (x *ProviderResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dair_proto_msgTypes[5]
+	mi := &file_messages_dair_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -960,7 +960,7 @@ func (x *ProviderResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderResult.ProtoReflect.Descriptor instead.
 func (*ProviderResult) Descriptor() ([]byte, []int) {
-	return file_dair_proto_rawDescGZIP(), []int{5}
+	return file_messages_dair_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ProviderResult) GetProvider() string {
@@ -1044,7 +1044,7 @@ type RunStatusRequest struct {
 
 func (x *RunStatusRequest) Reset() {
 	*x = RunStatusRequest{}
-	mi := &file_dair_proto_msgTypes[6]
+	mi := &file_messages_dair_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1056,7 +1056,7 @@ func (x *RunStatusRequest) String() string {
 func (*RunStatusRequest) ProtoMessage() {}
 
 func (x *RunStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dair_proto_msgTypes[6]
+	mi := &file_messages_dair_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1069,7 +1069,7 @@ func (x *RunStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStatusRequest.ProtoReflect.Descriptor instead.
 func (*RunStatusRequest) Descriptor() ([]byte, []int) {
-	return file_dair_proto_rawDescGZIP(), []int{6}
+	return file_messages_dair_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RunStatusRequest) GetRuntimeInstanceId() string {
@@ -1100,7 +1100,7 @@ type RunStatus struct {
 
 func (x *RunStatus) Reset() {
 	*x = RunStatus{}
-	mi := &file_dair_proto_msgTypes[7]
+	mi := &file_messages_dair_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1112,7 +1112,7 @@ func (x *RunStatus) String() string {
 func (*RunStatus) ProtoMessage() {}
 
 func (x *RunStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_dair_proto_msgTypes[7]
+	mi := &file_messages_dair_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1125,7 +1125,7 @@ func (x *RunStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStatus.ProtoReflect.Descriptor instead.
 func (*RunStatus) Descriptor() ([]byte, []int) {
-	return file_dair_proto_rawDescGZIP(), []int{7}
+	return file_messages_dair_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RunStatus) GetLocalRunId() string {
@@ -1173,7 +1173,7 @@ type QueueStatusRequest struct {
 
 func (x *QueueStatusRequest) Reset() {
 	*x = QueueStatusRequest{}
-	mi := &file_dair_proto_msgTypes[8]
+	mi := &file_messages_dair_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1185,7 +1185,7 @@ func (x *QueueStatusRequest) String() string {
 func (*QueueStatusRequest) ProtoMessage() {}
 
 func (x *QueueStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dair_proto_msgTypes[8]
+	mi := &file_messages_dair_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1198,7 +1198,7 @@ func (x *QueueStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueStatusRequest.ProtoReflect.Descriptor instead.
 func (*QueueStatusRequest) Descriptor() ([]byte, []int) {
-	return file_dair_proto_rawDescGZIP(), []int{8}
+	return file_messages_dair_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *QueueStatusRequest) GetRuntimeInstanceId() string {
@@ -1221,7 +1221,7 @@ type QueueStatus struct {
 
 func (x *QueueStatus) Reset() {
 	*x = QueueStatus{}
-	mi := &file_dair_proto_msgTypes[9]
+	mi := &file_messages_dair_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1233,7 +1233,7 @@ func (x *QueueStatus) String() string {
 func (*QueueStatus) ProtoMessage() {}
 
 func (x *QueueStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_dair_proto_msgTypes[9]
+	mi := &file_messages_dair_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1246,7 +1246,7 @@ func (x *QueueStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueStatus.ProtoReflect.Descriptor instead.
 func (*QueueStatus) Descriptor() ([]byte, []int) {
-	return file_dair_proto_rawDescGZIP(), []int{9}
+	return file_messages_dair_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *QueueStatus) GetCapacity() *CapacityDescriptor {
@@ -1292,7 +1292,7 @@ type ControlRequest struct {
 
 func (x *ControlRequest) Reset() {
 	*x = ControlRequest{}
-	mi := &file_dair_proto_msgTypes[10]
+	mi := &file_messages_dair_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1304,7 +1304,7 @@ func (x *ControlRequest) String() string {
 func (*ControlRequest) ProtoMessage() {}
 
 func (x *ControlRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dair_proto_msgTypes[10]
+	mi := &file_messages_dair_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1317,7 +1317,7 @@ func (x *ControlRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControlRequest.ProtoReflect.Descriptor instead.
 func (*ControlRequest) Descriptor() ([]byte, []int) {
-	return file_dair_proto_rawDescGZIP(), []int{10}
+	return file_messages_dair_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ControlRequest) GetRuntimeInstanceId() string {
@@ -1376,7 +1376,7 @@ type ScaleOutRequest struct {
 
 func (x *ScaleOutRequest) Reset() {
 	*x = ScaleOutRequest{}
-	mi := &file_dair_proto_msgTypes[11]
+	mi := &file_messages_dair_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1388,7 +1388,7 @@ func (x *ScaleOutRequest) String() string {
 func (*ScaleOutRequest) ProtoMessage() {}
 
 func (x *ScaleOutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dair_proto_msgTypes[11]
+	mi := &file_messages_dair_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1401,7 +1401,7 @@ func (x *ScaleOutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScaleOutRequest.ProtoReflect.Descriptor instead.
 func (*ScaleOutRequest) Descriptor() ([]byte, []int) {
-	return file_dair_proto_rawDescGZIP(), []int{11}
+	return file_messages_dair_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ScaleOutRequest) GetRequestId() string {
@@ -1509,7 +1509,7 @@ type LedgerEntry struct {
 
 func (x *LedgerEntry) Reset() {
 	*x = LedgerEntry{}
-	mi := &file_dair_proto_msgTypes[12]
+	mi := &file_messages_dair_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1521,7 +1521,7 @@ func (x *LedgerEntry) String() string {
 func (*LedgerEntry) ProtoMessage() {}
 
 func (x *LedgerEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_dair_proto_msgTypes[12]
+	mi := &file_messages_dair_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1534,7 +1534,7 @@ func (x *LedgerEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LedgerEntry.ProtoReflect.Descriptor instead.
 func (*LedgerEntry) Descriptor() ([]byte, []int) {
-	return file_dair_proto_rawDescGZIP(), []int{12}
+	return file_messages_dair_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *LedgerEntry) GetSeq() int64 {
@@ -1645,7 +1645,7 @@ type Execution struct {
 
 func (x *Execution) Reset() {
 	*x = Execution{}
-	mi := &file_dair_proto_msgTypes[13]
+	mi := &file_messages_dair_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1657,7 +1657,7 @@ func (x *Execution) String() string {
 func (*Execution) ProtoMessage() {}
 
 func (x *Execution) ProtoReflect() protoreflect.Message {
-	mi := &file_dair_proto_msgTypes[13]
+	mi := &file_messages_dair_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1670,7 +1670,7 @@ func (x *Execution) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Execution.ProtoReflect.Descriptor instead.
 func (*Execution) Descriptor() ([]byte, []int) {
-	return file_dair_proto_rawDescGZIP(), []int{13}
+	return file_messages_dair_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Execution) GetExecutionId() string {
@@ -1795,7 +1795,7 @@ type StepState struct {
 
 func (x *StepState) Reset() {
 	*x = StepState{}
-	mi := &file_dair_proto_msgTypes[14]
+	mi := &file_messages_dair_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1807,7 +1807,7 @@ func (x *StepState) String() string {
 func (*StepState) ProtoMessage() {}
 
 func (x *StepState) ProtoReflect() protoreflect.Message {
-	mi := &file_dair_proto_msgTypes[14]
+	mi := &file_messages_dair_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1820,7 +1820,7 @@ func (x *StepState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepState.ProtoReflect.Descriptor instead.
 func (*StepState) Descriptor() ([]byte, []int) {
-	return file_dair_proto_rawDescGZIP(), []int{14}
+	return file_messages_dair_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StepState) GetStepId() string {
@@ -1892,7 +1892,7 @@ type PipelineVersion struct {
 
 func (x *PipelineVersion) Reset() {
 	*x = PipelineVersion{}
-	mi := &file_dair_proto_msgTypes[15]
+	mi := &file_messages_dair_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1904,7 +1904,7 @@ func (x *PipelineVersion) String() string {
 func (*PipelineVersion) ProtoMessage() {}
 
 func (x *PipelineVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_dair_proto_msgTypes[15]
+	mi := &file_messages_dair_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1917,7 +1917,7 @@ func (x *PipelineVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PipelineVersion.ProtoReflect.Descriptor instead.
 func (*PipelineVersion) Descriptor() ([]byte, []int) {
-	return file_dair_proto_rawDescGZIP(), []int{15}
+	return file_messages_dair_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PipelineVersion) GetKey() string {
@@ -1968,7 +1968,7 @@ type UsageEvent struct {
 
 func (x *UsageEvent) Reset() {
 	*x = UsageEvent{}
-	mi := &file_dair_proto_msgTypes[16]
+	mi := &file_messages_dair_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1980,7 +1980,7 @@ func (x *UsageEvent) String() string {
 func (*UsageEvent) ProtoMessage() {}
 
 func (x *UsageEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_dair_proto_msgTypes[16]
+	mi := &file_messages_dair_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1993,7 +1993,7 @@ func (x *UsageEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageEvent.ProtoReflect.Descriptor instead.
 func (*UsageEvent) Descriptor() ([]byte, []int) {
-	return file_dair_proto_rawDescGZIP(), []int{16}
+	return file_messages_dair_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *UsageEvent) GetTenantId() string {
@@ -2084,7 +2084,7 @@ type Ping struct {
 
 func (x *Ping) Reset() {
 	*x = Ping{}
-	mi := &file_dair_proto_msgTypes[17]
+	mi := &file_messages_dair_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2096,7 +2096,7 @@ func (x *Ping) String() string {
 func (*Ping) ProtoMessage() {}
 
 func (x *Ping) ProtoReflect() protoreflect.Message {
-	mi := &file_dair_proto_msgTypes[17]
+	mi := &file_messages_dair_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2109,7 +2109,7 @@ func (x *Ping) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ping.ProtoReflect.Descriptor instead.
 func (*Ping) Descriptor() ([]byte, []int) {
-	return file_dair_proto_rawDescGZIP(), []int{17}
+	return file_messages_dair_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Ping) GetSeq() int64 {
@@ -2135,7 +2135,7 @@ type Pong struct {
 
 func (x *Pong) Reset() {
 	*x = Pong{}
-	mi := &file_dair_proto_msgTypes[18]
+	mi := &file_messages_dair_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2147,7 +2147,7 @@ func (x *Pong) String() string {
 func (*Pong) ProtoMessage() {}
 
 func (x *Pong) ProtoReflect() protoreflect.Message {
-	mi := &file_dair_proto_msgTypes[18]
+	mi := &file_messages_dair_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2160,7 +2160,7 @@ func (x *Pong) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pong.ProtoReflect.Descriptor instead.
 func (*Pong) Descriptor() ([]byte, []int) {
-	return file_dair_proto_rawDescGZIP(), []int{18}
+	return file_messages_dair_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Pong) GetSeq() int64 {
@@ -2181,7 +2181,7 @@ type Envelope struct {
 
 func (x *Envelope) Reset() {
 	*x = Envelope{}
-	mi := &file_dair_proto_msgTypes[19]
+	mi := &file_messages_dair_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2193,7 +2193,7 @@ func (x *Envelope) String() string {
 func (*Envelope) ProtoMessage() {}
 
 func (x *Envelope) ProtoReflect() protoreflect.Message {
-	mi := &file_dair_proto_msgTypes[19]
+	mi := &file_messages_dair_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2206,7 +2206,7 @@ func (x *Envelope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Envelope.ProtoReflect.Descriptor instead.
 func (*Envelope) Descriptor() ([]byte, []int) {
-	return file_dair_proto_rawDescGZIP(), []int{19}
+	return file_messages_dair_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Envelope) GetType() string {
@@ -2223,12 +2223,248 @@ func (x *Envelope) GetPayload() []byte {
 	return nil
 }
 
-var File_dair_proto protoreflect.FileDescriptor
+// CreateInstanceRequest asks a runtime host (possibly on another node) to start a runtime
+// instance for a tenant scope; the answer is a ProviderResult (op "create-instance").
+type CreateInstanceRequest struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	RuntimeInstanceId string                 `protobuf:"bytes,1,opt,name=runtime_instance_id,json=runtimeInstanceId,proto3" json:"runtime_instance_id,omitempty"`
+	Settings          *TenantSettings        `protobuf:"bytes,2,opt,name=settings,proto3" json:"settings,omitempty"`
+	ScaleOutRequestId string                 `protobuf:"bytes,3,opt,name=scale_out_request_id,json=scaleOutRequestId,proto3" json:"scale_out_request_id,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
 
-const file_dair_proto_rawDesc = "" +
+func (x *CreateInstanceRequest) Reset() {
+	*x = CreateInstanceRequest{}
+	mi := &file_messages_dair_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateInstanceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateInstanceRequest) ProtoMessage() {}
+
+func (x *CreateInstanceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_dair_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateInstanceRequest.ProtoReflect.Descriptor instead.
+func (*CreateInstanceRequest) Descriptor() ([]byte, []int) {
+	return file_messages_dair_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *CreateInstanceRequest) GetRuntimeInstanceId() string {
+	if x != nil {
+		return x.RuntimeInstanceId
+	}
+	return ""
+}
+
+func (x *CreateInstanceRequest) GetSettings() *TenantSettings {
+	if x != nil {
+		return x.Settings
+	}
+	return nil
+}
+
+func (x *CreateInstanceRequest) GetScaleOutRequestId() string {
+	if x != nil {
+		return x.ScaleOutRequestId
+	}
+	return ""
+}
+
+// TenantState is the durable lifecycle state of one tenant's runtime scope (seed 001): when it
+// was last seen by a routed request, when its capacity was scaled to zero (0 while it is up)
+// and when EnsureReady last made it ready.
+type TenantState struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	TenantId       string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	LastSeenAt     int64                  `protobuf:"varint,2,opt,name=last_seen_at,json=lastSeenAt,proto3" json:"last_seen_at,omitempty"`
+	ScaledToZeroAt int64                  `protobuf:"varint,3,opt,name=scaled_to_zero_at,json=scaledToZeroAt,proto3" json:"scaled_to_zero_at,omitempty"`
+	EnsuredAt      int64                  `protobuf:"varint,4,opt,name=ensured_at,json=ensuredAt,proto3" json:"ensured_at,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *TenantState) Reset() {
+	*x = TenantState{}
+	mi := &file_messages_dair_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TenantState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TenantState) ProtoMessage() {}
+
+func (x *TenantState) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_dair_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TenantState.ProtoReflect.Descriptor instead.
+func (*TenantState) Descriptor() ([]byte, []int) {
+	return file_messages_dair_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *TenantState) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *TenantState) GetLastSeenAt() int64 {
+	if x != nil {
+		return x.LastSeenAt
+	}
+	return 0
+}
+
+func (x *TenantState) GetScaledToZeroAt() int64 {
+	if x != nil {
+		return x.ScaledToZeroAt
+	}
+	return 0
+}
+
+func (x *TenantState) GetEnsuredAt() int64 {
+	if x != nil {
+		return x.EnsuredAt
+	}
+	return 0
+}
+
+// InstanceRecord is the durable record of a runtime instance a tenant scope owns. It outlives
+// the live registry entry, like a Deployment kept at 0 replicas: replicas is 1 while the
+// instance runs and 0 after scale-to-zero (zero_since set); the weekly sweep deletes records
+// at zero for 7 days or more.
+type InstanceRecord struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	RuntimeInstanceId string                 `protobuf:"bytes,1,opt,name=runtime_instance_id,json=runtimeInstanceId,proto3" json:"runtime_instance_id,omitempty"`
+	TenantId          string                 `protobuf:"bytes,2,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	TenantGroupId     string                 `protobuf:"bytes,3,opt,name=tenant_group_id,json=tenantGroupId,proto3" json:"tenant_group_id,omitempty"`
+	Prefix            string                 `protobuf:"bytes,4,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	Replicas          int32                  `protobuf:"varint,5,opt,name=replicas,proto3" json:"replicas,omitempty"` // 0 | 1
+	ZeroSince         int64                  `protobuf:"varint,6,opt,name=zero_since,json=zeroSince,proto3" json:"zero_since,omitempty"`
+	CreatedAt         int64                  `protobuf:"varint,7,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	Settings          *TenantSettings        `protobuf:"bytes,8,opt,name=settings,proto3" json:"settings,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *InstanceRecord) Reset() {
+	*x = InstanceRecord{}
+	mi := &file_messages_dair_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InstanceRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InstanceRecord) ProtoMessage() {}
+
+func (x *InstanceRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_dair_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InstanceRecord.ProtoReflect.Descriptor instead.
+func (*InstanceRecord) Descriptor() ([]byte, []int) {
+	return file_messages_dair_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *InstanceRecord) GetRuntimeInstanceId() string {
+	if x != nil {
+		return x.RuntimeInstanceId
+	}
+	return ""
+}
+
+func (x *InstanceRecord) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *InstanceRecord) GetTenantGroupId() string {
+	if x != nil {
+		return x.TenantGroupId
+	}
+	return ""
+}
+
+func (x *InstanceRecord) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+func (x *InstanceRecord) GetReplicas() int32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return 0
+}
+
+func (x *InstanceRecord) GetZeroSince() int64 {
+	if x != nil {
+		return x.ZeroSince
+	}
+	return 0
+}
+
+func (x *InstanceRecord) GetCreatedAt() int64 {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return 0
+}
+
+func (x *InstanceRecord) GetSettings() *TenantSettings {
+	if x != nil {
+		return x.Settings
+	}
+	return nil
+}
+
+var File_messages_dair_proto protoreflect.FileDescriptor
+
+const file_messages_dair_proto_rawDesc = "" +
 	"\n" +
-	"\n" +
-	"dair.proto\x12\adair.v1\"\x87\x02\n" +
+	"\x13messages/dair.proto\x12\adair.v1\"\x87\x02\n" +
 	"\x18ExecutionContextSnapshot\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12&\n" +
 	"\x0ftenant_group_id\x18\x02 \x01(\tR\rtenantGroupId\x12\x15\n" +
@@ -2464,22 +2700,44 @@ const file_dair_proto_rawDesc = "" +
 	"\x03seq\x18\x01 \x01(\x03R\x03seq\"8\n" +
 	"\bEnvelope\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x18\n" +
-	"\apayload\x18\x02 \x01(\fR\apayloadB%Z#github.com/dairuntime/dair/messagesb\x06proto3"
+	"\apayload\x18\x02 \x01(\fR\apayload\"\xad\x01\n" +
+	"\x15CreateInstanceRequest\x12.\n" +
+	"\x13runtime_instance_id\x18\x01 \x01(\tR\x11runtimeInstanceId\x123\n" +
+	"\bsettings\x18\x02 \x01(\v2\x17.dair.v1.TenantSettingsR\bsettings\x12/\n" +
+	"\x14scale_out_request_id\x18\x03 \x01(\tR\x11scaleOutRequestId\"\x96\x01\n" +
+	"\vTenantState\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12 \n" +
+	"\flast_seen_at\x18\x02 \x01(\x03R\n" +
+	"lastSeenAt\x12)\n" +
+	"\x11scaled_to_zero_at\x18\x03 \x01(\x03R\x0escaledToZeroAt\x12\x1d\n" +
+	"\n" +
+	"ensured_at\x18\x04 \x01(\x03R\tensuredAt\"\xac\x02\n" +
+	"\x0eInstanceRecord\x12.\n" +
+	"\x13runtime_instance_id\x18\x01 \x01(\tR\x11runtimeInstanceId\x12\x1b\n" +
+	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12&\n" +
+	"\x0ftenant_group_id\x18\x03 \x01(\tR\rtenantGroupId\x12\x16\n" +
+	"\x06prefix\x18\x04 \x01(\tR\x06prefix\x12\x1a\n" +
+	"\breplicas\x18\x05 \x01(\x05R\breplicas\x12\x1d\n" +
+	"\n" +
+	"zero_since\x18\x06 \x01(\x03R\tzeroSince\x12\x1d\n" +
+	"\n" +
+	"created_at\x18\a \x01(\x03R\tcreatedAt\x123\n" +
+	"\bsettings\x18\b \x01(\v2\x17.dair.v1.TenantSettingsR\bsettingsB%Z#github.com/dairuntime/dair/messagesb\x06proto3"
 
 var (
-	file_dair_proto_rawDescOnce sync.Once
-	file_dair_proto_rawDescData []byte
+	file_messages_dair_proto_rawDescOnce sync.Once
+	file_messages_dair_proto_rawDescData []byte
 )
 
-func file_dair_proto_rawDescGZIP() []byte {
-	file_dair_proto_rawDescOnce.Do(func() {
-		file_dair_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_dair_proto_rawDesc), len(file_dair_proto_rawDesc)))
+func file_messages_dair_proto_rawDescGZIP() []byte {
+	file_messages_dair_proto_rawDescOnce.Do(func() {
+		file_messages_dair_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_messages_dair_proto_rawDesc), len(file_messages_dair_proto_rawDesc)))
 	})
-	return file_dair_proto_rawDescData
+	return file_messages_dair_proto_rawDescData
 }
 
-var file_dair_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
-var file_dair_proto_goTypes = []any{
+var file_messages_dair_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_messages_dair_proto_goTypes = []any{
 	(*ExecutionContextSnapshot)(nil), // 0: dair.v1.ExecutionContextSnapshot
 	(*TenantSettings)(nil),           // 1: dair.v1.TenantSettings
 	(*CapacityDescriptor)(nil),       // 2: dair.v1.CapacityDescriptor
@@ -2500,10 +2758,13 @@ var file_dair_proto_goTypes = []any{
 	(*Ping)(nil),                     // 17: dair.v1.Ping
 	(*Pong)(nil),                     // 18: dair.v1.Pong
 	(*Envelope)(nil),                 // 19: dair.v1.Envelope
-	nil,                              // 20: dair.v1.CapacityDescriptor.MetadataEntry
+	(*CreateInstanceRequest)(nil),    // 20: dair.v1.CreateInstanceRequest
+	(*TenantState)(nil),              // 21: dair.v1.TenantState
+	(*InstanceRecord)(nil),           // 22: dair.v1.InstanceRecord
+	nil,                              // 23: dair.v1.CapacityDescriptor.MetadataEntry
 }
-var file_dair_proto_depIdxs = []int32{
-	20, // 0: dair.v1.CapacityDescriptor.metadata:type_name -> dair.v1.CapacityDescriptor.MetadataEntry
+var file_messages_dair_proto_depIdxs = []int32{
+	23, // 0: dair.v1.CapacityDescriptor.metadata:type_name -> dair.v1.CapacityDescriptor.MetadataEntry
 	0,  // 1: dair.v1.SharedRun.snapshot:type_name -> dair.v1.ExecutionContextSnapshot
 	0,  // 2: dair.v1.DispatchRequest.snapshot:type_name -> dair.v1.ExecutionContextSnapshot
 	5,  // 3: dair.v1.RunStatus.result:type_name -> dair.v1.ProviderResult
@@ -2511,33 +2772,35 @@ var file_dair_proto_depIdxs = []int32{
 	5,  // 5: dair.v1.QueueStatus.result:type_name -> dair.v1.ProviderResult
 	1,  // 6: dair.v1.ScaleOutRequest.settings:type_name -> dair.v1.TenantSettings
 	0,  // 7: dair.v1.Execution.snapshot:type_name -> dair.v1.ExecutionContextSnapshot
-	8,  // [8:8] is the sub-list for method output_type
-	8,  // [8:8] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	1,  // 8: dair.v1.CreateInstanceRequest.settings:type_name -> dair.v1.TenantSettings
+	1,  // 9: dair.v1.InstanceRecord.settings:type_name -> dair.v1.TenantSettings
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
-func init() { file_dair_proto_init() }
-func file_dair_proto_init() {
-	if File_dair_proto != nil {
+func init() { file_messages_dair_proto_init() }
+func file_messages_dair_proto_init() {
+	if File_messages_dair_proto != nil {
 		return
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dair_proto_rawDesc), len(file_dair_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_dair_proto_rawDesc), len(file_messages_dair_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
-		GoTypes:           file_dair_proto_goTypes,
-		DependencyIndexes: file_dair_proto_depIdxs,
-		MessageInfos:      file_dair_proto_msgTypes,
+		GoTypes:           file_messages_dair_proto_goTypes,
+		DependencyIndexes: file_messages_dair_proto_depIdxs,
+		MessageInfos:      file_messages_dair_proto_msgTypes,
 	}.Build()
-	File_dair_proto = out.File
-	file_dair_proto_goTypes = nil
-	file_dair_proto_depIdxs = nil
+	File_messages_dair_proto = out.File
+	file_messages_dair_proto_goTypes = nil
+	file_messages_dair_proto_depIdxs = nil
 }
