@@ -49,8 +49,14 @@ type Host interface {
 type Config struct {
 	// System carries requests to the instance actors. Required.
 	System *actor.ActorSystem
-	// Directory maps runtime instance ids to local PIDs. Required.
+	// Directory maps runtime instance ids to local PIDs. Required unless Resolver is set.
 	Directory Directory
+	// Resolver finds an instance's PID from its descriptor (e.g. from its remote address and
+	// actor id, for instances on other nodes). It takes precedence over Directory.
+	Resolver func(d *messages.CapacityDescriptor) (*actor.PID, bool)
+	// Name is the provider name. Default "local"; the cluster registers this same provider
+	// shape as "actor" with a remote Resolver and Host.
+	Name string
 	// Host creates instances for scale-out. Nil means scale-out fails with reason "no-scaler".
 	Host Host
 	// Instances lists the live runtime instance registry (every tenant). Required with Host.
@@ -69,7 +75,7 @@ func (c Config) Validate() error {
 	switch {
 	case c.System == nil:
 		return ErrNoSystem
-	case c.Directory == nil:
+	case c.Directory == nil && c.Resolver == nil:
 		return ErrNoDirectory
 	case c.Host != nil && c.Instances == nil:
 		return ErrNoInstances
@@ -86,6 +92,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = DefaultPollInterval
+	}
+	if c.Name == "" {
+		c.Name = Name
 	}
 	return c
 }
@@ -114,8 +123,8 @@ func New(cfg Config) *Provider {
 	return &Provider{cfg: cfg.withDefaults(), scopes: make(map[string]chan struct{})}
 }
 
-// Name returns "local".
-func (p *Provider) Name() string { return Name }
+// Name returns the provider name ("local" unless configured).
+func (p *Provider) Name() string { return p.cfg.Name }
 
 // Dispatch sends req to the instance actor of d and returns its answer. It blocks for at most
 // RequestTimeout (or until ctx ends). A missing instance is "instance-not-found", a timeout
@@ -124,17 +133,17 @@ func (p *Provider) Name() string { return Name }
 func (p *Provider) Dispatch(ctx context.Context, d *messages.CapacityDescriptor, req *messages.DispatchRequest) *messages.ProviderResult {
 	id := instanceID(d, req.GetRuntimeInstanceId())
 	if req == nil {
-		return providers.Failure(Name, id, providers.OpDispatch, providers.ReasonInvalidRequest, false)
+		return providers.Failure(p.cfg.Name, id, providers.OpDispatch, providers.ReasonInvalidRequest, false)
 	}
-	answer, fail := p.request(ctx, id, providers.OpDispatch, req, providers.ReasonDispatchTimeout)
+	answer, fail := p.request(ctx, d, id, providers.OpDispatch, req, providers.ReasonDispatchTimeout)
 	if fail != nil {
 		return fail
 	}
 	res, ok := answer.(*messages.ProviderResult)
 	if !ok || res == nil {
-		return providers.Failure(Name, id, providers.OpDispatch, providers.ReasonInvalidResponse, false)
+		return providers.Failure(p.cfg.Name, id, providers.OpDispatch, providers.ReasonInvalidResponse, false)
 	}
-	return complete(res, id, providers.OpDispatch)
+	return p.complete(res, id, providers.OpDispatch)
 }
 
 // RunStatus asks the instance of d for a local run's status. It blocks for at most
@@ -142,19 +151,19 @@ func (p *Provider) Dispatch(ctx context.Context, d *messages.CapacityDescriptor,
 func (p *Provider) RunStatus(ctx context.Context, d *messages.CapacityDescriptor, localRunID string) *messages.RunStatus {
 	id := instanceID(d, "")
 	msg := &messages.RunStatusRequest{RuntimeInstanceId: id, LocalRunId: localRunID}
-	answer, fail := p.request(ctx, id, providers.OpRunStatus, msg, providers.ReasonRequestTimeout)
+	answer, fail := p.request(ctx, d, id, providers.OpRunStatus, msg, providers.ReasonRequestTimeout)
 	if fail != nil {
 		return &messages.RunStatus{LocalRunId: localRunID, Status: providers.RunStatusUnknown, Result: fail}
 	}
 	st, ok := answer.(*messages.RunStatus)
 	if !ok || st == nil {
-		fail = providers.Failure(Name, id, providers.OpRunStatus, providers.ReasonInvalidResponse, false)
+		fail = providers.Failure(p.cfg.Name, id, providers.OpRunStatus, providers.ReasonInvalidResponse, false)
 		return &messages.RunStatus{LocalRunId: localRunID, Status: providers.RunStatusUnknown, Result: fail}
 	}
 	if st.Result == nil {
-		st.Result = providers.Success(Name, id, providers.OpRunStatus)
+		st.Result = providers.Success(p.cfg.Name, id, providers.OpRunStatus)
 	}
-	st.Result = complete(st.Result, id, providers.OpRunStatus)
+	st.Result = p.complete(st.Result, id, providers.OpRunStatus)
 	return st
 }
 
@@ -163,18 +172,18 @@ func (p *Provider) RunStatus(ctx context.Context, d *messages.CapacityDescriptor
 func (p *Provider) QueueStatus(ctx context.Context, d *messages.CapacityDescriptor) *messages.QueueStatus {
 	id := instanceID(d, "")
 	msg := &messages.QueueStatusRequest{RuntimeInstanceId: id}
-	answer, fail := p.request(ctx, id, providers.OpQueueStatus, msg, providers.ReasonRequestTimeout)
+	answer, fail := p.request(ctx, d, id, providers.OpQueueStatus, msg, providers.ReasonRequestTimeout)
 	if fail != nil {
 		return &messages.QueueStatus{Result: fail}
 	}
 	qs, ok := answer.(*messages.QueueStatus)
 	if !ok || qs == nil {
-		return &messages.QueueStatus{Result: providers.Failure(Name, id, providers.OpQueueStatus, providers.ReasonInvalidResponse, false)}
+		return &messages.QueueStatus{Result: providers.Failure(p.cfg.Name, id, providers.OpQueueStatus, providers.ReasonInvalidResponse, false)}
 	}
 	if qs.Result == nil {
-		qs.Result = providers.Success(Name, id, providers.OpQueueStatus)
+		qs.Result = providers.Success(p.cfg.Name, id, providers.OpQueueStatus)
 	}
-	qs.Result = complete(qs.Result, id, providers.OpQueueStatus)
+	qs.Result = p.complete(qs.Result, id, providers.OpQueueStatus)
 	return qs
 }
 
@@ -183,7 +192,7 @@ func (p *Provider) QueueStatus(ctx context.Context, d *messages.CapacityDescript
 func (p *Provider) Control(ctx context.Context, d *messages.CapacityDescriptor, req *messages.ControlRequest) *messages.ProviderResult {
 	id := instanceID(d, req.GetRuntimeInstanceId())
 	if req == nil || req.GetOp() == "" {
-		return providers.Failure(Name, id, providers.OpControl, providers.ReasonInvalidRequest, false)
+		return providers.Failure(p.cfg.Name, id, providers.OpControl, providers.ReasonInvalidRequest, false)
 	}
 	if req.RuntimeInstanceId == "" {
 		req = &messages.ControlRequest{
@@ -191,32 +200,40 @@ func (p *Provider) Control(ctx context.Context, d *messages.CapacityDescriptor, 
 			SharedRunId: req.SharedRunId, Reason: req.Reason,
 		}
 	}
-	answer, fail := p.request(ctx, id, providers.OpControl, req, providers.ReasonRequestTimeout)
+	answer, fail := p.request(ctx, d, id, providers.OpControl, req, providers.ReasonRequestTimeout)
 	if fail != nil {
 		return fail
 	}
 	res, ok := answer.(*messages.ProviderResult)
 	if !ok || res == nil {
-		return providers.Failure(Name, id, providers.OpControl, providers.ReasonInvalidResponse, false)
+		return providers.Failure(p.cfg.Name, id, providers.OpControl, providers.ReasonInvalidResponse, false)
 	}
-	return complete(res, id, providers.OpControl)
+	return p.complete(res, id, providers.OpControl)
 }
 
 // request sends msg to the instance's PID and waits for the answer, RequestTimeout or ctx. On
 // failure it returns a failed result; timeoutReason names a timeout.
-func (p *Provider) request(ctx context.Context, id, op string, msg any, timeoutReason string) (any, *messages.ProviderResult) {
-	if p.cfg.System == nil || p.cfg.Directory == nil {
-		return nil, providers.Failure(Name, id, op, providers.ReasonMisconfigured, false)
+func (p *Provider) request(ctx context.Context, d *messages.CapacityDescriptor, id, op string, msg any, timeoutReason string) (any, *messages.ProviderResult) {
+	if p.cfg.System == nil || (p.cfg.Directory == nil && p.cfg.Resolver == nil) {
+		return nil, providers.Failure(p.cfg.Name, id, op, providers.ReasonMisconfigured, false)
 	}
 	if id == "" {
-		return nil, providers.Failure(Name, id, op, providers.ReasonInvalidRequest, false)
+		return nil, providers.Failure(p.cfg.Name, id, op, providers.ReasonInvalidRequest, false)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, providers.Failure(Name, id, op, providers.ReasonCanceled, true)
+		return nil, providers.Failure(p.cfg.Name, id, op, providers.ReasonCanceled, true)
 	}
-	pid, ok := p.cfg.Directory.Lookup(id)
+	var (
+		pid *actor.PID
+		ok  bool
+	)
+	if p.cfg.Resolver != nil {
+		pid, ok = p.cfg.Resolver(d)
+	} else {
+		pid, ok = p.cfg.Directory.Lookup(id)
+	}
 	if !ok || pid == nil {
-		return nil, providers.Failure(Name, id, op, providers.ReasonInstanceNotFound, true)
+		return nil, providers.Failure(p.cfg.Name, id, op, providers.ReasonInstanceNotFound, true)
 	}
 	timeout := p.cfg.RequestTimeout
 	if deadline, ok := ctx.Deadline(); ok {
@@ -225,7 +242,7 @@ func (p *Provider) request(ctx context.Context, id, op string, msg any, timeoutR
 		}
 	}
 	if timeout <= 0 {
-		return nil, providers.Failure(Name, id, op, providers.ReasonCanceled, true)
+		return nil, providers.Failure(p.cfg.Name, id, op, providers.ReasonCanceled, true)
 	}
 	future := p.cfg.System.Root.RequestFuture(pid, msg, timeout)
 	type outcome struct {
@@ -240,15 +257,15 @@ func (p *Provider) request(ctx context.Context, id, op string, msg any, timeoutR
 	}()
 	select {
 	case <-ctx.Done():
-		return nil, providers.Failure(Name, id, op, providers.ReasonCanceled, true)
+		return nil, providers.Failure(p.cfg.Name, id, op, providers.ReasonCanceled, true)
 	case out := <-done:
 		switch {
 		case out.err == nil:
 			return out.answer, nil
 		case errors.Is(out.err, actor.ErrTimeout):
-			return nil, providers.Failure(Name, id, op, timeoutReason, true)
+			return nil, providers.Failure(p.cfg.Name, id, op, timeoutReason, true)
 		default: // actor.ErrDeadLetter: the instance stopped after Lookup
-			return nil, providers.Failure(Name, id, op, providers.ReasonInstanceUnreachable, true)
+			return nil, providers.Failure(p.cfg.Name, id, op, providers.ReasonInstanceUnreachable, true)
 		}
 	}
 }
@@ -262,9 +279,9 @@ func instanceID(d *messages.CapacityDescriptor, fallback string) string {
 }
 
 // complete fills the provider, instance and op of an instance's answer when left empty.
-func complete(res *messages.ProviderResult, id, op string) *messages.ProviderResult {
+func (p *Provider) complete(res *messages.ProviderResult, id, op string) *messages.ProviderResult {
 	if res.Provider == "" {
-		res.Provider = Name
+		res.Provider = p.cfg.Name
 	}
 	if res.RuntimeInstanceId == "" {
 		res.RuntimeInstanceId = id

@@ -24,7 +24,7 @@ const DefaultPrefix = "runtime-instance"
 func (p *Provider) ScaleOut(ctx context.Context, req *messages.ScaleOutRequest) providers.ScaleOutResult {
 	settings := req.GetSettings()
 	fail := func(reason string, retryable bool) providers.ScaleOutResult {
-		res := providers.Failure(Name, "", providers.OpScaleOut, reason, retryable)
+		res := providers.Failure(p.cfg.Name, "", providers.OpScaleOut, reason, retryable)
 		res.TenantId = settings.GetTenantId()
 		res.CorrelationId = req.GetCorrelationId()
 		return providers.ScaleOutResult{Result: res}
@@ -68,7 +68,7 @@ func (p *Provider) ScaleOut(ctx context.Context, req *messages.ScaleOutRequest) 
 		out.Result.RuntimeInstanceId = id
 		return out
 	}
-	res := providers.Success(Name, id, providers.OpScaleOut)
+	res := providers.Success(p.cfg.Name, id, providers.OpScaleOut)
 	res.TenantId = settings.GetTenantId()
 	res.CorrelationId = req.GetCorrelationId()
 	return providers.ScaleOutResult{Result: res, InstanceIDs: []string{id}}
