@@ -34,6 +34,16 @@ func (h *runtimeHost) Receive(c actor.Context) {
 			err = fmt.Errorf("spawn instance %s: %w", m.spec.ID, err)
 		}
 		c.Respond(&createInstanceResult{err: err})
+	case *messages.CreateInstanceRequest:
+		res := &messages.ProviderResult{Provider: ActorProviderName, RuntimeInstanceId: m.RuntimeInstanceId, Op: "create-instance", Ok: true,
+			TenantId: m.GetSettings().GetTenantId()}
+		if _, ok := h.env.dir.Lookup(m.RuntimeInstanceId); !ok {
+			if _, err := c.SpawnNamed(newInstanceProps(h.env, InstanceSpec{ID: m.RuntimeInstanceId, Settings: m.Settings,
+				ScaleOutRequestID: m.ScaleOutRequestId}), m.RuntimeInstanceId); err != nil {
+				res.Ok, res.Reason, res.Retryable = false, "spawn-failed: "+err.Error(), true
+			}
+		}
+		c.Respond(res)
 	}
 }
 

@@ -189,7 +189,7 @@ func (in *instance) rehydrate(c actor.Context) {
 }
 
 func (in *instance) result(op string, ok bool, reason string) *messages.ProviderResult {
-	return &messages.ProviderResult{Provider: "local", RuntimeInstanceId: in.spec.ID, Op: op, Ok: ok, Reason: reason,
+	return &messages.ProviderResult{Provider: in.providerName(), RuntimeInstanceId: in.spec.ID, Op: op, Ok: ok, Reason: reason,
 		Retryable: !ok && reason != "missing-execution-context" && reason != "tenant-not-visible"}
 }
 
@@ -403,7 +403,7 @@ func (in *instance) descriptor(c actor.Context) *messages.CapacityDescriptor {
 	}
 	d := &messages.CapacityDescriptor{
 		RuntimeInstanceId: in.spec.ID, ControlPlaneId: in.env.cfg.ControlPlaneID, HostId: in.env.nodeID,
-		ProviderName: "local", TransportName: "in-memory", Status: status,
+		ProviderName: in.providerName(), TransportName: in.transportName(), Endpoint: in.env.system.Address(), Status: status,
 		WorkerCount: int32(in.workers), ActiveWorkerCount: int32(in.activeWorkers), AvailableWorkerCount: int32(avail),
 		MaxLocalWorkersPerExecution: int32(in.maxLocal), QueuedRunCount: int32(len(in.queue)), RunningRunCount: int32(len(in.running)),
 		ActiveRunCount: int32(len(in.queue) + len(in.running)), QueueCapacity: int32(in.queueCap), MaxConcurrentRuns: int32(in.maxConcurrent),
@@ -415,7 +415,7 @@ func (in *instance) descriptor(c actor.Context) *messages.CapacityDescriptor {
 		LastHeartbeatAt: in.env.now().UnixNano(), NodeId: in.env.incarnation, Address: in.env.system.Address(),
 		ActorId: c.Self().Id, Roles: []string{"runtime"},
 		Metadata: map[string]string{
-			"provider.name": "local", "provider.transport": "in-memory", "tenant.id": t.TenantId, "tenant.groupId": t.TenantGroupId,
+			"provider.name": in.providerName(), "provider.transport": in.transportName(), "tenant.id": t.TenantId, "tenant.groupId": t.TenantGroupId,
 			"isolation.mode": t.IsolationMode, "allow.shared.fallback": fmt.Sprint(t.AllowSharedFallback),
 			"prefer.dedicated.capacity": fmt.Sprint(t.PreferDedicatedCapacity), "runtime.instance.id.prefix": t.RuntimeInstanceIdPrefix,
 			"node.id": in.env.nodeID,

@@ -12,6 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
+	"github.com/dairuntime/dair/cluster"
 	"github.com/dairuntime/dair/internal/handlers"
 	"github.com/dairuntime/dair/internal/step"
 	"github.com/dairuntime/dair/internal/store"
@@ -84,6 +85,14 @@ type Config struct {
 	Instances []InstanceSpec
 	// Providers are registered besides the local provider.
 	Providers []providers.Provider
+	// Cluster is the node's cluster membership (nil: a single node). With it the node registers
+	// the "actor" provider (instances on any member, reached by PID), makes it the default
+	// scale-out provider, declares lost members dead and recovers their runs.
+	Cluster *cluster.Membership
+	// OnDeclaredDead is called (once, from a background goroutine) when this node learns that
+	// the cluster declared it dead; its runtime instances are already stopped. The process
+	// should restart its actor system under a new id. Optional.
+	OnDeclaredDead func()
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -144,6 +153,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ScaleOutProvider == "" {
 		c.ScaleOutProvider = local.Name
+		if c.Cluster != nil {
+			c.ScaleOutProvider = ActorProviderName
+		}
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -172,8 +184,11 @@ type Node struct {
 	pump      *actor.PID
 	scaleOut  *actor.PID
 
-	stopOnce sync.Once
-	stopErr  error
+	stopOnce  sync.Once
+	stopErr   error
+	watchStop chan struct{}
+	watchDone chan struct{}
+	deadOnce  sync.Once
 }
 
 // Start builds and starts a node. It returns once the supervision tree has started.
@@ -208,6 +223,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		ReadyTimeout: 10 * time.Second})
 	if err := n.providers.Register(lp); err != nil {
 		return nil, err
+	}
+	if cfg.Cluster != nil {
+		if err := n.providers.Register(newActorProvider(e, cfg.Cluster)); err != nil {
+			return nil, err
+		}
 	}
 	for _, p := range cfg.Providers {
 		if err := n.providers.Register(p); err != nil {
@@ -256,6 +276,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
+	n.watchDone = make(chan struct{})
+	n.watchStop = make(chan struct{})
+	go n.watch()
 	e.log.Info("node started", zap.Strings("roles", cfg.Roles), zap.String("incarnation", e.incarnation))
 	return n, nil
 }
@@ -265,6 +288,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 // committer, publisher and usage writer. It is idempotent; it does not close the store.
 func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() {
+		if n.watchStop != nil {
+			close(n.watchStop)
+			<-n.watchDone
+		}
 		if n.root != nil {
 			if err := n.env.system.Root.StopFuture(n.root).Wait(); err != nil {
 				n.stopErr = fmt.Errorf("stop node actor: %w", err)

@@ -1,0 +1,234 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/dairuntime/dair/cluster"
+	"github.com/dairuntime/dair/messages"
+	"github.com/dairuntime/dair/providers"
+	"github.com/dairuntime/dair/providers/local"
+)
+
+// ActorProviderName is the provider that reaches runtime instances on any node of the cluster
+// through their protoactor PIDs (address + actor id from the capacity descriptor).
+const ActorProviderName = "actor"
+
+// hostPIDID is the PID id of a node's runtime host actor.
+func hostPIDID(nodeID string) string { return "node-" + nodeID + "/host" }
+
+// remotePID resolves an instance's PID from its descriptor.
+func remotePID(d *messages.CapacityDescriptor) (*actor.PID, bool) {
+	if d.GetAddress() == "" || d.GetActorId() == "" {
+		return nil, false
+	}
+	return actor.NewPID(d.Address, d.ActorId), true
+}
+
+// newActorProvider returns the cluster's "actor" provider: the local provider's behaviour with
+// a remote resolver and a host that places new instances on the least-loaded runtime member.
+func newActorProvider(e *env, m *cluster.Membership) *local.Provider {
+	return local.New(local.Config{Name: ActorProviderName, System: e.system, Resolver: remotePID,
+		Host: &clusterHost{env: e, members: m}, Instances: e.st.ListInstances, ReadyTimeout: 15 * time.Second})
+}
+
+// clusterHost creates runtime instances on a runtime member of the cluster.
+type clusterHost struct {
+	env     *env
+	members *cluster.Membership
+}
+
+// CreateInstance picks the runtime member hosting the fewest live instances (ties by id) and
+// asks its runtime host to start the instance. A store lease on the instance id keeps two
+// control planes from creating the same id on two nodes.
+func (h *clusterHost) CreateInstance(ctx context.Context, id string, settings *messages.TenantSettings, requestID string) error {
+	e := h.env
+	holder := requestID
+	if holder == "" {
+		holder = e.incarnation
+	}
+	ok, err := e.st.AcquireLease(ctx, "create-instance/"+id, holder, time.Minute)
+	if err != nil {
+		return fmt.Errorf("lease instance id %s: %w", id, err)
+	}
+	if !ok {
+		return fmt.Errorf("instance id %s is being created by another control plane", id)
+	}
+	insts, err := e.st.ListInstances(ctx)
+	if err != nil {
+		return fmt.Errorf("list instances: %w", err)
+	}
+	load := map[string]int{}
+	for _, d := range insts {
+		load[d.NodeId]++
+	}
+	var cands []cluster.Member
+	for _, m := range h.members.Members() {
+		if m.HasRole(RoleRuntime) {
+			cands = append(cands, m)
+		}
+	}
+	if len(cands) == 0 {
+		return fmt.Errorf("no runtime member in the cluster")
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		if load[cands[i].ID] != load[cands[j].ID] {
+			return load[cands[i].ID] < load[cands[j].ID]
+		}
+		return cands[i].ID < cands[j].ID
+	})
+	target := cands[0]
+	timeout := 5 * time.Second
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+		timeout = time.Until(dl)
+	}
+	pid := actor.NewPID(target.Address, hostPIDID(target.NodeID))
+	res, err := e.system.Root.RequestFuture(pid, &messages.CreateInstanceRequest{RuntimeInstanceId: id, Settings: settings,
+		ScaleOutRequestId: requestID}, timeout).Result()
+	if err != nil {
+		return fmt.Errorf("create instance %s on %s: %w", id, target.NodeID, err)
+	}
+	if r, ok := res.(*messages.ProviderResult); !ok || !r.Ok {
+		return fmt.Errorf("create instance %s on %s: %v", id, target.NodeID, res)
+	}
+	e.log.Info("instance placed", zap.String("runtime_instance_id", id), zap.String("node", target.NodeID), zap.String("member", target.ID))
+	return nil
+}
+
+// tombstone names the lease that marks a member incarnation as declared dead. Its holder is
+// the coordinator that declared it; a node that finds its own tombstone stops serving.
+func tombstone(incarnation string) string { return "dead/" + incarnation }
+
+// declareDead fences everything a lost member ran: its tombstone is written (so the member,
+// if it is only paused, stops when it resumes), its registry entries are removed (no new work),
+// and the next recovery round requeues its runs with bumped epochs.
+func (c *core) declareDead(ctx context.Context, member string) error {
+	e := c.env
+	if _, err := e.st.AcquireLease(ctx, tombstone(member), "declared-by:"+e.incarnation, 24*time.Hour); err != nil {
+		return fmt.Errorf("tombstone %s: %w", member, err)
+	}
+	insts, err := e.st.ListInstances(ctx)
+	if err != nil {
+		return fmt.Errorf("list instances: %w", err)
+	}
+	for _, d := range insts {
+		if d.NodeId == member {
+			if err := e.st.DeleteInstance(ctx, d.RuntimeInstanceId); err != nil {
+				return fmt.Errorf("drop instance %s: %w", d.RuntimeInstanceId, err)
+			}
+			e.log.Warn("instance of a lost member marked unsafe", zap.String("runtime_instance_id", d.RuntimeInstanceId), zap.String("member", member))
+		}
+	}
+	return nil
+}
+
+// amIDead reports whether another node has declared this incarnation dead. It takes the
+// tombstone lease for a millisecond when free, which leaves nothing behind.
+func (e *env) amIDead(ctx context.Context) (bool, error) {
+	ok, err := e.st.AcquireLease(ctx, tombstone(e.incarnation), e.incarnation, time.Millisecond)
+	if err != nil {
+		return false, err
+	}
+	return !ok, nil
+}
+
+// result names for instance answers.
+func (in *instance) providerName() string {
+	if in.env.cfg.Cluster != nil {
+		return ActorProviderName
+	}
+	return local.Name
+}
+
+var _ providers.ScaleOuter = (*local.Provider)(nil)
+
+// watch follows cluster membership (member lost → declare it dead and recover at once; self
+// declared dead → stop serving) and checks this node's tombstone every heartbeat.
+func (n *Node) watch() {
+	defer close(n.watchDone)
+	e := n.env
+	var events <-chan cluster.Event
+	if e.cfg.Cluster != nil {
+		ch, cancel := e.cfg.Cluster.Subscribe(256)
+		defer cancel()
+		events = ch
+	}
+	tk := time.NewTicker(e.cfg.HeartbeatInterval)
+	defer tk.Stop()
+	for {
+		select {
+		case <-n.watchStop:
+			return
+		case ev := <-events:
+			switch ev.Kind {
+			case cluster.MemberLeft:
+				if ev.Member.ID == e.incarnation {
+					continue
+				}
+				n.memberLost(ev.Member)
+			case cluster.SelfDeclaredDead:
+				n.declaredDead("membership")
+			}
+		case <-tk.C:
+			if e.cfg.Cluster == nil {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), e.cfg.HeartbeatInterval)
+			dead, err := e.amIDead(ctx)
+			cancel()
+			if err == nil && dead {
+				n.declaredDead("tombstone")
+			}
+		}
+	}
+}
+
+// memberLost declares a lost member dead and runs a recovery round (taking over the recovery
+// lease if the lost member held it).
+func (n *Node) memberLost(m cluster.Member) {
+	e := n.env
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e.log.Warn("cluster member lost", zap.String("member", m.ID), zap.String("node", m.NodeID))
+	if err := n.core.declareDead(ctx, m.ID); err != nil {
+		e.log.Warn("declare member dead", zap.String("member", m.ID), zap.Error(err))
+		return
+	}
+	if err := e.st.ReleaseLease(ctx, "recovery", m.ID); err != nil {
+		e.log.Warn("release lost member's recovery lease", zap.Error(err))
+	}
+	if n.core.env.cfg.has(RoleControlPlane) {
+		if err := n.core.recoverRound(ctx, false); err != nil {
+			e.log.Warn("recovery after member loss", zap.Error(err))
+		}
+	}
+}
+
+// declaredDead stops every runtime instance of this node (their executions stop; the runs
+// were moved elsewhere under newer epochs) and tells the owner of the process.
+func (n *Node) declaredDead(how string) {
+	n.deadOnce.Do(func() {
+		e := n.env
+		e.log.Error("this node was declared dead by the cluster; stopping its runtime instances", zap.String("signal", how))
+		for _, id := range e.dir.ids() {
+			if pid, ok := e.dir.Lookup(id); ok {
+				e.system.Root.Send(pid, &messages.ControlRequest{RuntimeInstanceId: id, Op: "stop_instance"})
+			}
+		}
+		if e.cfg.OnDeclaredDead != nil {
+			go e.cfg.OnDeclaredDead()
+		}
+	})
+}
+
+func (in *instance) transportName() string {
+	if in.env.cfg.Cluster != nil {
+		return "grpc"
+	}
+	return "in-memory"
+}
