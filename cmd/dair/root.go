@@ -94,7 +94,8 @@ func newRootCmd(a *app) *cobra.Command {
 
 	root.AddCommand(
 		newVersionCmd(a), newDevCmd(a), newNodeCmd(a), newSubmitCmd(a), newRunsCmd(a), newInstancesCmd(a),
-		newTenantsCmd(a), newExecutionsCmd(a), newPipelinesCmd(a), newQueueCmd(a), newTokenCmd(a),
+		newTenantsCmd(a), newExecutionsCmd(a), newPipelinesCmd(a), newQueueCmd(a), newTokenCmd(a), newMCPCmd(a),
+		newDemoCmd(a),
 	)
 	wrapRunE(root)
 	return root

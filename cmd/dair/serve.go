@@ -63,6 +63,8 @@ func newNodeCmd(a *app) *cobra.Command {
 	fs.StringSliceVar(&o.Roles, "roles", o.Roles, "roles: control-plane,runtime")
 	fs.StringVar(&o.HTTPAddr, "http", o.HTTPAddr, "HTTP API listen address")
 	fs.IntVar(&o.ActorPort, "actor-port", 0, "actor remote port (0: chosen)")
+	fs.StringVar(&o.ClusterProfile, "cluster-profile", "lan", "failure detection: lan (memberlist defaults) or local (probe 250ms)")
+	fs.StringVar(&o.GossipKeyFile, "gossip-key-file", "", "memberlist encryption key file (16/24/32 bytes, raw or base64)")
 	addServingFlags(fs, &o, server.AuthNone)
 	return cmd
 }

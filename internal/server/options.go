@@ -71,6 +71,13 @@ type Options struct {
 	Join []string
 	// ActorPort is the actor remote port; 0 chooses one.
 	ActorPort int
+	// ClusterProfile is the failure-detector profile: lan (memberlist's LAN defaults) or local
+	// (tuned for one host or a fast LAN: probe 250 ms; the engine's heartbeat and recovery
+	// timings follow). Default lan.
+	ClusterProfile string
+	// GossipKeyFile holds a memberlist encryption key (16, 24 or 32 bytes, raw or base64).
+	// Optional.
+	GossipKeyFile string
 	// LoopbackOnly refuses a non-loopback HTTPAddr when Auth is none (dev mode). Default false.
 	LoopbackOnly bool
 	// MaxBodyBytes caps request bodies. Default 1 MiB.
@@ -131,8 +138,14 @@ func (o Options) withDefaults() Options {
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = d.ShutdownTimeout
 	}
+	if o.ClusterProfile == "" {
+		o.ClusterProfile = "lan"
+	}
 	return o
 }
+
+// clustered reports whether the options ask for cluster membership.
+func (o Options) clustered() bool { return o.BindAddr != "" || len(o.Join) > 0 }
 
 // Validate reports the first unusable option, wrapping ErrInvalidOptions. Zero fields are
 // checked as their defaults. It does no I/O.

@@ -55,11 +55,6 @@ func Run(ctx context.Context, opts Options) (err error) {
 			return fmt.Errorf("%w: %v", ErrInvalidOptions, err)
 		}
 	}
-	if opts.BindAddr != "" || len(opts.Join) > 0 || opts.ActorPort != 0 {
-		log.Warn("cluster membership is not wired yet; running as a single node",
-			zap.String("bind", opts.BindAddr), zap.Strings("join", opts.Join), zap.Int("actor_port", opts.ActorPort))
-	}
-
 	st, err := OpenStore(ctx, opts.StoreURL)
 	if err != nil {
 		return err
@@ -70,6 +65,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 		}
 	}()
 
+	if opts.clustered() {
+		return runCluster(ctx, opts, log, st, verifier)
+	}
 	node, err := actors.Start(ctx, actors.Config{
 		NodeID: opts.NodeID, Store: st, Roles: opts.Roles, Logger: log, ActorLogger: logging.ActorLoggerFactory(log),
 	})
@@ -91,20 +89,20 @@ func Run(ctx context.Context, opts Options) (err error) {
 		}
 		log.Info("pipelines loaded", zap.String("dir", opts.PipelinesDir), zap.Strings("keys", keys))
 	}
-	return serve(ctx, opts, log, node, verifier)
-}
-
-// serve runs the HTTP server until ctx ends, then shuts it down gracefully.
-func serve(ctx context.Context, opts Options, log *zap.Logger, node *actors.Node, verifier auth.Verifier) error {
-	ln, err := net.Listen("tcp", opts.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("server: listen on %s: %w", opts.HTTPAddr, err)
-	}
 	var ready atomic.Bool
 	handler := api.New(api.Config{
 		Node: node, Auth: verifier, MaxBodyBytes: opts.MaxBodyBytes, SSEHeartbeat: opts.SSEHeartbeat,
 		Logger: log, Ready: ready.Load,
 	})
+	return serve(ctx, opts, log, handler, &ready, node.ID())
+}
+
+// serve runs the HTTP server until ctx ends, then shuts it down gracefully.
+func serve(ctx context.Context, opts Options, log *zap.Logger, handler http.Handler, ready *atomic.Bool, nodeID string) error {
+	ln, err := net.Listen("tcp", opts.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("server: listen on %s: %w", opts.HTTPAddr, err)
+	}
 	baseCtx, cancelBase := context.WithCancel(context.Background())
 	defer cancelBase()
 	srv := &http.Server{
@@ -117,7 +115,7 @@ func serve(ctx context.Context, opts Options, log *zap.Logger, node *actors.Node
 
 	ready.Store(true)
 	log.Info("dair serving", zap.String("http", ln.Addr().String()), zap.String("store", opts.StoreURL),
-		zap.String("auth", opts.Auth), zap.String("node_id", node.ID()))
+		zap.String("auth", opts.Auth), zap.String("node_id", nodeID))
 	if opts.OnReady != nil {
 		opts.OnReady(ln.Addr())
 	}

@@ -1,0 +1,133 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/hashicorp/memberlist"
+)
+
+// Member is one alive cluster node as seen by this node.
+type Member struct {
+	// ID is the actor system id (memberlist node name). It changes on every restart.
+	ID string
+	// NodeID is the logical node id, stable across restarts.
+	NodeID string
+	// Host and Port are the protoactor remote endpoint.
+	Host string
+	Port int
+	// Address is Host:Port, the address for actor.NewPID.
+	Address string
+	// Roles are the node's advertised roles.
+	Roles []string
+	// Kinds are the protoactor cluster kinds (none for dair nodes).
+	Kinds []string
+	// MemberlistAddr is the node's memberlist host:port.
+	MemberlistAddr string
+}
+
+// HasRole reports whether m advertises role.
+func (m Member) HasRole(role string) bool { return slices.Contains(m.Roles, role) }
+
+// equal reports whether a and b describe the same member identically.
+func (m Member) equal(o Member) bool {
+	return m.ID == o.ID && m.NodeID == o.NodeID && m.Host == o.Host && m.Port == o.Port &&
+		m.MemberlistAddr == o.MemberlistAddr && slices.Equal(m.Roles, o.Roles) &&
+		slices.Equal(m.Kinds, o.Kinds)
+}
+
+// clone returns a deep copy of m.
+func (m Member) clone() Member {
+	m.Roles = slices.Clone(m.Roles)
+	m.Kinds = slices.Clone(m.Kinds)
+	return m
+}
+
+// protoMember converts m to protoactor's cluster member.
+func (m Member) protoMember() *pcluster.Member {
+	return &pcluster.Member{Id: m.ID, Host: m.Host, Port: int32(m.Port), Kinds: slices.Clone(m.Kinds)}
+}
+
+// EventKind classifies a membership Event.
+type EventKind int
+
+const (
+	// MemberJoined: a new member became alive.
+	MemberJoined EventKind = iota + 1
+	// MemberLeft: a member died or left. Its ID is never admitted again.
+	MemberLeft
+	// MemberUpdated: a member's meta (roles, address) changed.
+	MemberUpdated
+	// SelfDeclaredDead: the rest of the cluster declared this node dead (for example after a
+	// partition healed). The process must stop its runtime work and restart its actor system
+	// under a new id; protoactor blocks a departed member id forever.
+	SelfDeclaredDead
+)
+
+// String returns the event kind's name.
+func (k EventKind) String() string {
+	switch k {
+	case MemberJoined:
+		return "member_joined"
+	case MemberLeft:
+		return "member_left"
+	case MemberUpdated:
+		return "member_updated"
+	case SelfDeclaredDead:
+		return "self_declared_dead"
+	default:
+		return "unknown(" + strconv.Itoa(int(k)) + ")"
+	}
+}
+
+// Event is a membership change. For SelfDeclaredDead, Member is this node.
+type Event struct {
+	Kind   EventKind
+	Member Member
+}
+
+// nodeMeta is the memberlist node meta (JSON, at most memberlist.MetaMaxSize bytes).
+type nodeMeta struct {
+	NodeID string   `json:"n"`
+	Host   string   `json:"h"`
+	Port   int      `json:"p"`
+	Roles  []string `json:"r,omitempty"`
+	Kinds  []string `json:"k,omitempty"`
+}
+
+// encodeMeta marshals meta and checks the size limit.
+func encodeMeta(meta nodeMeta) ([]byte, error) {
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: encode meta: %w", err)
+	}
+	if len(b) > memberlist.MetaMaxSize {
+		return nil, fmt.Errorf("%w: %d bytes > %d", ErrMetaTooLarge, len(b), memberlist.MetaMaxSize)
+	}
+	return b, nil
+}
+
+// memberFromNode decodes a memberlist node into a Member.
+func memberFromNode(n *memberlist.Node) (Member, error) {
+	var meta nodeMeta
+	if err := json.Unmarshal(n.Meta, &meta); err != nil {
+		return Member{}, fmt.Errorf("cluster: decode meta of %s: %w", n.Name, err)
+	}
+	if meta.Host == "" || meta.Port <= 0 {
+		return Member{}, fmt.Errorf("cluster: meta of %s has no actor address", n.Name)
+	}
+	return Member{
+		ID:             n.Name,
+		NodeID:         meta.NodeID,
+		Host:           meta.Host,
+		Port:           meta.Port,
+		Address:        net.JoinHostPort(meta.Host, strconv.Itoa(meta.Port)),
+		Roles:          meta.Roles,
+		Kinds:          meta.Kinds,
+		MemberlistAddr: n.Address(),
+	}, nil
+}

@@ -1,0 +1,134 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+)
+
+// clusterName is protoactor's cluster name for every dair node.
+const clusterName = "dair"
+
+// Membership is one node's view of the cluster: protoactor remote, protoactor's cluster
+// object fed by a memberlist Provider, and membership events for the engine. All methods are
+// goroutine-safe.
+type Membership struct {
+	system     *actor.ActorSystem
+	stopRemote func(graceful bool)
+	cluster    *pcluster.Cluster
+	provider   *Provider
+
+	once sync.Once
+	err  error // result of the first Shutdown
+}
+
+// Start starts protoactor remote on system (cfg.ActorHost:cfg.ActorPort, TLS if
+// cfg.RemoteTLS is set), then protoactor's cluster object (no kinds, disthash identity lookup)
+// fed by a memberlist Provider, and returns the node's Membership. It does not wait for seeds:
+// the node joins cfg.Join in the background and retries while alone. ctx only bounds Start.
+//
+// protoactor's Cluster.StartMember is not used: at this version it creates and starts its own
+// remote (so the remote cannot be configured and started first), panics on errors, sleeps 1 s,
+// and its Shutdown stops the whole actor system and sleeps 2 s. Start wires the same pieces
+// (remote, identity lookup, provider) explicitly; protoactor's gossip and pub/sub are not
+// started because dair does not use grains or cluster pub/sub.
+//
+// On error everything started is stopped. The caller keeps ownership of system and shuts it
+// down after Membership.Shutdown.
+func Start(ctx context.Context, system *actor.ActorSystem, cfg Config) (*Membership, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("cluster: start: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	prov, err := NewProvider(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var opts []remote.ConfigOption
+	if cfg.RemoteTLS != nil {
+		opts = append(opts,
+			remote.WithServerOptions(grpc.Creds(credentials.NewTLS(cfg.RemoteTLS.Clone()))),
+			remote.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(cfg.RemoteTLS.Clone()))))
+	}
+	rcfg := remote.Configure(cfg.ActorHost, cfg.ActorPort, opts...)
+	r := remote.NewRemote(system, rcfg)
+	if cfg.noServe {
+		system.ProcessRegistry.Address = net.JoinHostPort(cfg.ActorHost, strconv.Itoa(cfg.ActorPort))
+	} else if err := startRemote(r); err != nil {
+		return nil, err
+	}
+	stopRemote := func(graceful bool) {
+		if !cfg.noServe {
+			r.Shutdown(graceful)
+		}
+	}
+	ccfg := pcluster.Configure(clusterName, prov, disthash.New(), rcfg)
+	c := pcluster.New(system, ccfg)
+	c.Remote = r
+	c.IdentityLookup = ccfg.IdentityLookup
+	c.IdentityLookup.Setup(c, c.GetClusterKinds(), false)
+	if err := ctx.Err(); err != nil {
+		c.IdentityLookup.Shutdown()
+		stopRemote(false)
+		return nil, fmt.Errorf("cluster: start: %w", err)
+	}
+	if err := prov.StartMember(c); err != nil {
+		c.IdentityLookup.Shutdown()
+		stopRemote(false)
+		return nil, fmt.Errorf("cluster: start member: %w", err)
+	}
+	return &Membership{system: system, stopRemote: stopRemote, cluster: c, provider: prov}, nil
+}
+
+// startRemote starts r, turning its listen panic into ErrRemoteStart.
+func startRemote(r *remote.Remote) (err error) {
+	defer func() {
+		if rec := recover(); rec != nil {
+			err = fmt.Errorf("%w: %v", ErrRemoteStart, rec)
+		}
+	}()
+	r.Start()
+	return nil
+}
+
+// Members returns the alive members, including this node, sorted by ID. The caller owns the
+// returned slice. It never blocks on the network.
+func (m *Membership) Members() []Member { return m.provider.Members() }
+
+// Self returns this node's member entry.
+func (m *Membership) Self() Member { return m.provider.Self() }
+
+// Subscribe returns a channel of membership events that happen after the call, with capacity
+// buf, and a cancel function (idempotent) that closes it. Events are queued per subscriber
+// without bound, so a slow reader never delays membership or loses MemberLeft. Shutdown closes
+// every subscription.
+func (m *Membership) Subscribe(buf int) (<-chan Event, func()) { return m.provider.Subscribe(buf) }
+
+// Cluster returns protoactor's cluster object (topology via Cluster().MemberList). Grains are
+// not supported: no kinds are registered.
+func (m *Membership) Cluster() *pcluster.Cluster { return m.cluster }
+
+// Shutdown leaves memberlist (graceful: broadcast a leave first, so peers see MemberLeft at
+// once; otherwise peers detect the failure), stops the identity lookup and the remote server
+// (graceful: drain, up to 10 s inside protoactor). It is idempotent and returns the first
+// call's error. The actor system itself is left running; the caller shuts it down.
+func (m *Membership) Shutdown(graceful bool) error {
+	m.once.Do(func() {
+		err := m.provider.Shutdown(graceful)
+		m.cluster.IdentityLookup.Shutdown()
+		m.stopRemote(graceful)
+		if err != nil {
+			m.err = fmt.Errorf("cluster: shutdown: %w", err)
+		}
+	})
+	return m.err
+}

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/dairuntime/dair/internal/demo"
+)
+
+func newDemoCmd(a *app) *cobra.Command {
+	var o demo.Options
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "run a self-contained tour: three tenants, live progress, a crash and restart, a replay",
+		Long: "demo starts an in-process node on the embedded store, a stand-in OpenAI-compatible model server and a\n" +
+			"flaky HTTP endpoint (all on 127.0.0.1; no other process or API key needed), runs the example pipelines for\n" +
+			"three tenants, crashes and restarts the node mid-run, replays an execution and prints a summary.\n" +
+			"It exits 0 only if every run succeeded and the replay did not diverge.",
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Out = a.stdout
+			return demo.Run(cmd.Context(), o)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.DataDir, "data", "", "data directory of the embedded store (default: a temporary directory, removed at the end)")
+	fs.BoolVar(&o.Keep, "keep", false, "keep the temporary data directory and print its path")
+	return cmd
+}

@@ -1,0 +1,19 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestDair_Demo_exitsZero(t *testing.T) {
+	r := dair(t, "demo", "--data", t.TempDir())
+	require.Equal(t, 0, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	for _, want := range []string{"tenant-a-runtime-1", "tenant-b-runtime-1", "runtime-instance-1",
+		"diverged    false", "all 6 runs succeeded"} {
+		require.Contains(t, r.stdout, want)
+	}
+	require.NotContains(t, r.stdout, "\033", "no terminal escapes when stdout is not a TTY")
+	require.Empty(t, strings.TrimSpace(r.stderr))
+}

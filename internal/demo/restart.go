@@ -1,0 +1,152 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/dairuntime/dair/messages"
+)
+
+// crashAndRestart runs two sleep chains, crashes the node mid-way, starts a new node on the
+// same store and follows the chains to the end. It returns an error wrapping ErrNoResume when
+// a chain did not finish under the execution id it had before the crash.
+func (d *demo) crashAndRestart(ctx context.Context) error {
+	d.p.section("4. Crash and restart mid-run")
+	d.p.printf("two %d-step sleep chains (%s per step); the node crashes once each has %d steps committed\n\n",
+		chainSteps, chainStepTime, crashAfter)
+	var chains []*tracked
+	for _, tenant := range []string{"default", "tenant-a"} {
+		t, err := d.submit(ctx, tenant, chainKey, map[string]any{})
+		if err != nil {
+			return err
+		}
+		chains = append(chains, t)
+	}
+	d.p.printf("\n")
+	err := d.follow(ctx, chains, func() bool {
+		for _, t := range chains {
+			if !t.terminal() && t.succeeded < crashAfter {
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+
+	type before struct {
+		status, execID string
+		steps          int
+	}
+	was := map[string]before{}
+	for _, t := range chains {
+		run, err := d.node.GetRun(ctx, t.id)
+		if err != nil {
+			return fmt.Errorf("demo: get run %s: %w", t.id, err)
+		}
+		steps, err := d.node.RunSteps(ctx, run)
+		if err != nil {
+			return fmt.Errorf("demo: get steps of %s: %w", t.id, err)
+		}
+		was[t.id] = before{status: run.Status, execID: run.ExecutionId, steps: countSucceeded(steps)}
+	}
+
+	d.p.printf("\n%s\n", d.p.bold("CRASH: the store is cut off from the node (nothing more is persisted), then the node is torn down"))
+	incarnation := d.node.Incarnation()
+	if err := d.st.Close(); err != nil {
+		return fmt.Errorf("demo: cut the store off: %w", err)
+	}
+	d.st = nil
+	if err := d.shutdown(); err != nil {
+		// The node fails to flush into the closed store: that is the crash.
+		d.p.printf("  (node teardown after the crash: %s)\n", oneLine(err.Error(), 100))
+	}
+	tw := d.p.table()
+	d.p.row(tw, "  RUN", "TENANT", "STATUS AT CRASH", "STEPS COMMITTED", "EXECUTION")
+	for _, t := range chains {
+		b := was[t.id]
+		d.p.row(tw, "  "+short(t.id, 12), t.tenant, b.status, fmt.Sprintf("%d/%d", b.steps, t.total), b.execID)
+	}
+	d.p.flush(tw)
+
+	if err := d.startNode(ctx); err != nil {
+		return err
+	}
+	d.p.printf("\n%s\n\n", d.p.bold(fmt.Sprintf("RESTART: new node %s (incarnation %s, was %s) on the same store;\nrecovery takes over once the crashed node's recovery lease lapses, finds its instances gone and requeues their runs",
+		d.node.ID(), d.node.Incarnation(), incarnation)))
+	if err := d.follow(ctx, chains, allTerminal(chains)); err != nil {
+		return err
+	}
+
+	d.p.printf("\n")
+	var bad []string
+	tw = d.p.table()
+	d.p.row(tw, "  RUN", "TENANT", "EXECUTION BEFORE", "EXECUTION AFTER", "SAME", "RECOVERY IN LEDGER", "STATUS")
+	for _, t := range chains {
+		run, err := d.node.GetRun(ctx, t.id)
+		if err != nil {
+			return fmt.Errorf("demo: get run %s: %w", t.id, err)
+		}
+		b := was[t.id]
+		same := b.execID != "" && run.ExecutionId == b.execID
+		for _, id := range t.execIDs {
+			same = same && id == b.execID
+		}
+		ok := same && t.recovered && !messages.IsTerminalRun(b.status)
+		if !ok {
+			bad = append(bad, short(t.id, 12))
+		}
+		d.p.row(tw, "  "+short(t.id, 12), t.tenant, b.execID, run.ExecutionId, yesNo(same), yesNo(t.recovered), run.Status)
+	}
+	d.p.flush(tw)
+	if len(bad) > 0 {
+		return fmt.Errorf("%w: %s", ErrNoResume, strings.Join(bad, ", "))
+	}
+	d.p.printf("every interrupted run resumed from its committed steps with the same execution id\n")
+	return nil
+}
+
+// replay replays the first resumed chain's execution and prints the report.
+func (d *demo) replay(ctx context.Context) error {
+	d.p.section("5. Replay a finished execution")
+	var pick *tracked
+	for _, t := range d.runs {
+		if t.pipeline == chainKey && len(t.execIDs) > 0 {
+			pick = t
+			break
+		}
+	}
+	if pick == nil {
+		for _, t := range d.runs {
+			if len(t.execIDs) > 0 {
+				pick = t
+				break
+			}
+		}
+	}
+	if pick == nil {
+		return fmt.Errorf("%w: no execution to replay", ErrDiverged)
+	}
+	execID := pick.execIDs[len(pick.execIDs)-1]
+	rep, err := d.node.Replay(ctx, execID)
+	if err != nil {
+		return fmt.Errorf("demo: replay %s: %w", execID, err)
+	}
+	note := ""
+	if pick.recovered {
+		note = ", resumed after the crash"
+	}
+	d.p.printf("execution   %s (%s for %s%s)\n", execID, pick.pipeline, pick.tenant, note)
+	d.p.printf("replayed    %d steps from their recorded outputs; no handler was called\n", rep.Replayed)
+	d.p.printf("checked     pipeline hash, inputs re-rendered from recorded outputs, one commit per step, dependency order\n")
+	d.p.printf("diverged    %t\n", rep.Diverged)
+	for _, dv := range rep.Divergences {
+		d.p.printf("  divergence at %s: %s\n", dv.StepID, dv.Reason)
+	}
+	if rep.Diverged {
+		return fmt.Errorf("%w: execution %s: %d divergences", ErrDiverged, execID, len(rep.Divergences))
+	}
+	return nil
+}
