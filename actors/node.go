@@ -266,12 +266,18 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	select {
 	case <-started:
 	case <-ctx.Done():
+		if err := sys.Root.StopFuture(root).Wait(); err != nil {
+			e.log.Warn("stop node actor", zap.Error(err))
+		}
 		n.shutdownParts()
 		return nil, ctx.Err()
 	}
 	hh.pid = n.host
 	for _, spec := range cfg.Instances {
 		if err := hh.CreateInstance(ctx, spec.ID, spec.Settings, ""); err != nil {
+			if serr := sys.Root.StopFuture(root).Wait(); serr != nil {
+				e.log.Warn("stop node actor", zap.Error(serr))
+			}
 			n.shutdownParts()
 			return nil, err
 		}

@@ -40,6 +40,8 @@ type Store interface {
 	Pipelines
 	Usage
 	Leases
+	TenantStates
+	InstanceRecords
 	// Close releases the backend. It is idempotent.
 	Close() error
 }
@@ -205,4 +207,26 @@ type Leases interface {
 	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error)
 	// ReleaseLease drops name if holder holds it.
 	ReleaseLease(ctx context.Context, name, holder string) error
+}
+
+// TenantStates stores the lifecycle state of each tenant's runtime scope (last seen,
+// scaled to zero, ensured).
+type TenantStates interface {
+	// PutTenantState upserts s (keyed by TenantId).
+	PutTenantState(ctx context.Context, s *messages.TenantState) error
+	// GetTenantState returns the state or ErrNotFound.
+	GetTenantState(ctx context.Context, tenantID string) (*messages.TenantState, error)
+}
+
+// InstanceRecords stores the durable records of tenant-owned runtime instances. A record
+// outlives the instance's registry entry (it is kept at 0 replicas after scale-to-zero).
+type InstanceRecords interface {
+	// PutInstanceRecord upserts r (keyed by RuntimeInstanceId). CreatedAt defaults to now.
+	PutInstanceRecord(ctx context.Context, r *messages.InstanceRecord) error
+	// GetInstanceRecord returns the record or ErrNotFound.
+	GetInstanceRecord(ctx context.Context, id string) (*messages.InstanceRecord, error)
+	// ListInstanceRecords returns the records of tenantID ordered by id; "" lists every record.
+	ListInstanceRecords(ctx context.Context, tenantID string) ([]*messages.InstanceRecord, error)
+	// DeleteInstanceRecord removes a record; deleting a missing id is not an error.
+	DeleteInstanceRecord(ctx context.Context, id string) error
 }

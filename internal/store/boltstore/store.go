@@ -51,11 +51,14 @@ var (
 	bPipelinesLast = []byte("pipelines_last") // key -> hash
 	bUsage         = []byte("usage")          // at + seq -> UsageEvent
 	bLeases        = []byte("leases")         // name -> deadline + holder
+	bTenantStates  = []byte("tenant_states")  // tenant id -> TenantState
+	bInstRecords   = []byte("inst_records")   // runtime instance id -> InstanceRecord
+	bInstRecByTen  = []byte("inst_by_tenant") // tenant \0 runtime instance id -> nil
 )
 
 var allBuckets = [][]byte{bRuns, bRunsIdem, bRunsCreated, bQueueItems, bQueuePending, bQueueClaims,
 	bInstances, bReservations, bExecutions, bSteps, bExecByInst, bLedger, bLedgerSeq, bTenants,
-	bScaleOuts, bPipelines, bPipelinesLast, bUsage, bLeases}
+	bScaleOuts, bPipelines, bPipelinesLast, bUsage, bLeases, bTenantStates, bInstRecords, bInstRecByTen}
 
 // Options configures Open.
 type Options struct {

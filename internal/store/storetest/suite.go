@@ -53,6 +53,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"Pipelines", pipelineTests},
 		{"Usage", usageTests},
 		{"Leases", leaseTests},
+		{"TenantStates", tenantStateTests},
+		{"InstanceRecords", instanceRecordTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
