@@ -52,13 +52,21 @@ func (h *clusterHost) CreateInstance(ctx context.Context, id string, settings *m
 	if holder == "" {
 		holder = e.incarnation
 	}
-	ok, err := e.st.AcquireLease(ctx, "create-instance/"+id, holder, time.Minute)
+	lease := "create-instance/" + id
+	ok, err := e.st.AcquireLease(ctx, lease, holder, time.Minute)
 	if err != nil {
 		return fmt.Errorf("lease instance id %s: %w", id, err)
 	}
 	if !ok {
 		return fmt.Errorf("instance id %s is being created by another control plane", id)
 	}
+	// The lease covers the window until the instance is in the registry (from then on every
+	// control plane sees the id as taken); it is released then, or on failure.
+	defer func() {
+		if err := e.st.ReleaseLease(context.Background(), lease, holder); err != nil {
+			e.log.Warn("release instance id lease", zap.String("lease", lease), zap.Error(err))
+		}
+	}()
 	insts, err := e.st.ListInstances(ctx)
 	if err != nil {
 		return fmt.Errorf("list instances: %w", err)
@@ -97,6 +105,18 @@ func (h *clusterHost) CreateInstance(ctx context.Context, id string, settings *m
 		return fmt.Errorf("create instance %s on %s: %v", id, target.NodeID, res)
 	}
 	e.log.Info("instance placed", zap.String("runtime_instance_id", id), zap.String("node", target.NodeID), zap.String("member", target.ID))
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		if _, err := e.st.GetInstance(ctx, id); err == nil {
+			return nil
+		}
+		t := time.NewTimer(10 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 	return nil
 }
 

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dairuntime/dair/internal/api"
+	"github.com/dairuntime/dair/internal/client"
+	"github.com/dairuntime/dair/internal/store/redisstore"
+	"github.com/dairuntime/dair/internal/tenancy"
+	"github.com/dairuntime/dair/messages"
+	"github.com/dairuntime/dair/testkit"
+)
+
+// clusterNode is one `dair node` process of a test cluster.
+type clusterNode struct {
+	*devNode
+	id   string
+	bind string
+}
+
+func startClusterNode(t *testing.T, storeURL, id, join string) *clusterNode {
+	t.Helper()
+	bind := freeAddr(t)
+	args := []string{"node", "--store", storeURL, "--node-id", id, "--bind", bind, "--cluster-profile", "local"}
+	if join != "" {
+		args = append(args, "--join", join)
+	}
+	return &clusterNode{devNode: startServe(t, args...), id: id, bind: bind}
+}
+
+func tenantOf(ts *messages.TenantSettings) api.Tenant {
+	return api.Tenant{TenantID: ts.TenantId, TenantGroupID: ts.TenantGroupId, IsolationMode: ts.IsolationMode,
+		PreferDedicatedCapacity: ts.PreferDedicatedCapacity, AllowSharedFallback: ts.AllowSharedFallback,
+		RuntimeInstanceIDPrefix: ts.RuntimeInstanceIdPrefix, MaxRuntimeInstances: ts.MaxRuntimeInstances,
+		WorkerCountPerInstance: ts.WorkerCountPerInstance, MaxConcurrentRunsPerInstance: ts.MaxConcurrentRunsPerInstance,
+		LocalQueueCapacity: ts.LocalQueueCapacity}
+}
+
+// allowedInstance reports whether a tenant's run may run on instance id (seed tenants).
+func allowedInstance(tenant, id string) bool {
+	switch tenant {
+	case "tenant-a":
+		return strings.HasPrefix(id, "tenant-a-runtime-")
+	case "tenant-b":
+		return strings.HasPrefix(id, "tenant-b-runtime-") || strings.HasPrefix(id, "runtime-instance-")
+	default:
+		return strings.HasPrefix(id, "runtime-instance-")
+	}
+}
+
+// TestCluster_killNodeWithMostExecutions: 3 process nodes, 3 tenants (Dedicated/Hybrid/Shared),
+// 150 runs × 20 steps; SIGKILL the node holding the most executions mid-run → every run
+// succeeds with its ExecutionId, no step committed twice, no cross-tenant placement, and no
+// step committed before the kill invoked again.
+func TestCluster_killNodeWithMostExecutions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process cluster test")
+	}
+	testkit.RequireRedis(t)
+	r := testkit.StartRedis(t, testkit.RedisOptions{AOF: true, AppendFsync: "everysec"})
+	cs := newCountingServer(t, 10*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	n1 := startClusterNode(t, r.URL(), "n1", "")
+	n2 := startClusterNode(t, r.URL(), "n2", n1.bind)
+	n3 := startClusterNode(t, r.URL(), "n3", n1.bind)
+	nodes := []*clusterNode{n1, n2, n3}
+	c := client.New(n1.url, "")
+	for _, ts := range tenancy.SeedTenants() {
+		_, err := c.PutTenant(ctx, tenantOf(ts))
+		require.NoError(t, err)
+	}
+	_, err := c.PutPipeline(ctx, "crashy", []byte(httpChain(cs.URL, 20)))
+	require.NoError(t, err)
+
+	tenants := []string{"tenant-a", "tenant-b", "default"}
+	type sub struct{ id, tenant string }
+	var subs []sub
+	for i := 0; i < 150; i++ {
+		tenant := tenants[i%3]
+		node := nodes[i%3]
+		s, err := client.New(node.url, "").Submit(ctx, api.SubmitRequest{Pipeline: "crashy", TenantID: tenant})
+		require.NoError(t, err)
+		subs = append(subs, sub{s.SharedRunID, tenant})
+	}
+
+	// Wait until the cluster is busy, then kill the node holding the most executions.
+	var victim *clusterNode
+	testkit.Eventually(t, 60*time.Second, 50*time.Millisecond, func() bool {
+		list, err := c.ListInstances(ctx, "")
+		if err != nil {
+			return false
+		}
+		load := map[string]int32{}
+		total := int32(0)
+		for _, in := range list.Instances {
+			load[in.HostID] += in.RunningRunCount
+			total += in.RunningRunCount
+		}
+		best := int32(0)
+		for _, n := range nodes {
+			if load[n.id] > best {
+				best, victim = load[n.id], n
+			}
+		}
+		return total >= 10 && best > 0
+	}, "cluster busy")
+	st, err := redisstore.Open(ctx, redisstore.Options{URL: r.URL()})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, st.Close()) }()
+	victim.kill(t)
+	killedAt := time.Now()
+	// Read what has committed first, then the call counts: every step in the committed set was
+	// invoked before the counts were taken, so any later call of it is a second invocation.
+	execBefore := map[string]string{}
+	committed := map[string]bool{} // "<execution>/<step>"
+	for _, s := range subs {
+		run, err := st.GetRun(ctx, s.id)
+		require.NoError(t, err)
+		if run.ExecutionId == "" {
+			continue
+		}
+		execBefore[s.id] = run.ExecutionId
+		_, steps, err := st.GetExecution(ctx, run.ExecutionId)
+		require.NoError(t, err)
+		for _, stp := range steps {
+			if stp.Status == messages.StepSucceeded {
+				committed[run.ExecutionId+"/"+stp.StepId] = true
+			}
+		}
+	}
+	callsAtKill := cs.snapshot()
+	survivor := n1
+	if victim == n1 {
+		survivor = n2
+	}
+	c = client.New(survivor.url, "")
+	var mu sync.Mutex
+	done := map[string]*api.Run{}
+	testkit.Eventually(t, 3*time.Minute, 200*time.Millisecond, func() bool {
+		for _, s := range subs {
+			mu.Lock()
+			_, ok := done[s.id]
+			mu.Unlock()
+			if ok {
+				continue
+			}
+			run, err := c.GetRun(ctx, s.id)
+			if err != nil || !messages.IsTerminalRun(run.Status) {
+				return false
+			}
+			mu.Lock()
+			done[s.id] = run
+			mu.Unlock()
+		}
+		return true
+	}, "every run finished")
+	t.Logf("all runs finished %s after the kill", time.Since(killedAt).Round(time.Millisecond))
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, n := range nodes {
+				t.Logf("%s log:\n%s", n.id, n.logs.String())
+			}
+		}
+	})
+
+	recovered := 0
+	for _, s := range subs {
+		run := done[s.id]
+		require.Equal(t, messages.RunSucceeded, run.Status, "run %s: %s", s.id, run.FailureReason)
+		if before, ok := execBefore[s.id]; ok {
+			require.Equal(t, before, run.ExecutionID, "run %s changed ExecutionId", s.id)
+		}
+		led, err := c.Ledger(ctx, run.ExecutionID)
+		require.NoError(t, err)
+		succ := map[string]int{}
+		for _, e := range led.Entries {
+			switch e.Kind {
+			case messages.KindStepSucceeded:
+				succ[e.StepID]++
+			case messages.KindDispatch:
+				require.True(t, allowedInstance(s.tenant, e.RuntimeInstanceID), "run %s of %s dispatched to %s", s.id, s.tenant, e.RuntimeInstanceID)
+			case messages.KindRecovery:
+				recovered++
+			}
+		}
+		require.Len(t, succ, 20, "run %s", s.id)
+		for id, k := range succ {
+			require.Equal(t, 1, k, "run %s step %s committed %d times", s.id, id, k)
+		}
+	}
+	require.Greater(t, recovered, 0, "no run was recovered: the kill hit nothing")
+	after := cs.snapshot()
+	for key := range committed {
+		require.Equal(t, callsAtKill[key], after[key], "step %s had committed before the kill and was invoked again", key)
+	}
+	t.Logf("killed %s; %d recovery entries; %d steps committed before the kill", victim.id, recovered, len(committed))
+}
