@@ -30,6 +30,9 @@ var (
 	ErrNotRunning = errors.New("actors: run is not running")
 	// ErrNotFound is store.ErrNotFound, re-exported for callers of Node.
 	ErrNotFound = store.ErrNotFound
+	// ErrNoCapacity is returned by Submit when a tenant scaled to zero got no ready capacity
+	// within the cold-start wait, retries included (HTTP 503).
+	ErrNoCapacity = errors.New("actors: no capacity")
 )
 
 // SubmitRequest is one run submission. Snapshot is the caller's verified tenant context and
@@ -98,6 +101,9 @@ func (n *Node) Submit(ctx context.Context, req SubmitRequest) (*messages.SharedR
 	}
 	if t.Suspended {
 		return nil, fmt.Errorf("%w: %s", ErrTenantSuspended, req.Snapshot.TenantId)
+	}
+	if err := n.lifecycle.admit(ctx, t); err != nil {
+		return nil, err
 	}
 	snap := cloneSnapshot(req.Snapshot)
 	if snap.TenantGroupId == "" {
@@ -298,6 +304,7 @@ func (n *Node) PutTenant(ctx context.Context, t *messages.TenantSettings) (*mess
 		return nil, err
 	}
 	n.core.tenants.drop(nt.TenantId)
+	n.lifecycle.settingsChanged(ctx, nt)
 	return nt, nil
 }
 
@@ -312,7 +319,8 @@ func (n *Node) ListTenants(ctx context.Context) ([]*messages.TenantSettings, err
 }
 
 // SetSuspended suspends or resumes a tenant. Suspending stops its dedicated/hybrid instances
-// on this node (its capacity is deleted at once).
+// on this node (its capacity is deleted at once) and deletes their instance records; the first
+// request after resuming cold-starts the tenant's capacity.
 func (n *Node) SetSuspended(ctx context.Context, id string, suspended bool) (*messages.TenantSettings, error) {
 	t, err := n.core.tenantSettings(ctx, id)
 	if err != nil {
@@ -336,6 +344,11 @@ func (n *Node) SetSuspended(ctx context.Context, id string, suspended bool) (*me
 					return t, err
 				}
 			}
+		}
+	}
+	if suspended {
+		if err := n.lifecycle.suspended(ctx, t); err != nil {
+			return t, err
 		}
 	}
 	return t, nil

@@ -8,13 +8,14 @@ import (
 )
 
 // controlPlane is the parent of the control-plane singletons of a node: the shared-queue pump,
-// the scale-out supervisor and the recovery coordinator.
+// the scale-out supervisor, the tenant supervisor (tenantscope.go) and the recovery coordinator.
 //
 // Supervisor strategy: one-for-one, restart each child up to 10 times a minute. The children
 // keep no state that is not in the store (the pump's claims time out and come back; scale-out
 // requests and recovery are re-read), so a restart loses nothing.
 type controlPlane struct {
-	core *core
+	core      *core
+	lifecycle *tenantLifecycle
 	// pids of the children, published to the node once they exist.
 	onStarted func(pump, scaleOut *actor.PID)
 }
@@ -36,6 +37,13 @@ func (cp *controlPlane) Receive(c actor.Context) {
 		if err != nil {
 			cp.core.env.log.Error("spawn scale-out supervisor: " + err.Error())
 		}
+		if pid, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+			return &tenantSupervisor{lc: cp.lifecycle}
+		}, actor.WithSupervisor(tenantScopeSupervisor)), "tenants"); err != nil {
+			cp.core.env.log.Error("spawn tenant supervisor: " + err.Error())
+		} else {
+			cp.lifecycle.setSupervisor(pid)
+		}
 		if _, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 			return &recoveryCoordinator{core: cp.core}
 		}), "recovery"); err != nil {
@@ -54,6 +62,7 @@ func (cp *controlPlane) Receive(c actor.Context) {
 type nodeActor struct {
 	env          *env
 	core         *core
+	lifecycle    *tenantLifecycle
 	controlPlane bool
 	runtime      bool
 	onStarted    func(host, pump, scaleOut *actor.PID)
@@ -77,7 +86,7 @@ func (n *nodeActor) Receive(c actor.Context) {
 		var once sync.Once
 		started := func(p, s *actor.PID) { once.Do(func() { pumpPID, soPID = p, s; close(done) }) }
 		if _, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-			return &controlPlane{core: n.core, onStarted: started}
+			return &controlPlane{core: n.core, lifecycle: n.lifecycle, onStarted: started}
 		}, actor.WithSupervisor(controlPlaneSupervisor)), "controlplane"); err != nil {
 			n.env.log.Error("spawn control plane: " + err.Error())
 			once.Do(func() { close(done) })

@@ -336,6 +336,10 @@ func (x *execution) onLoaded(c actor.Context, m *execLoaded) {
 		return
 	case messages.RunPaused:
 		x.paused = true
+	default:
+		if x.paused { // paused before it had loaded
+			x.setRunStatus(messages.RunPaused, messages.KindRunPaused)
+		}
 	}
 	plan := x.pipe.g.Resume(states, x.maxAttempts)
 	for _, id := range plan.Succeeded {
@@ -558,26 +562,31 @@ func (x *execution) resume(c actor.Context) {
 }
 
 func (x *execution) setRunStatus(status, kind string) {
+	if !x.loaded {
+		return // onLoaded records the pause once the execution (and its epoch) is known
+	}
 	s := x.seed
+	e, execID, epoch, runID, instID, tenant := s.env, s.executionID, s.epoch, s.req.SharedRunId, s.instanceID, s.req.GetSnapshot().GetTenantId()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := s.env.st.UpdateExecution(ctx, s.executionID, s.epoch, func(e *messages.Execution) error {
-			e.Status = status
+		if _, err := e.st.UpdateExecution(ctx, execID, epoch, func(ex *messages.Execution) error {
+			ex.Status = status
 			return nil
 		}); err != nil {
-			s.env.log.Warn("update execution status", zap.String("execution_id", s.executionID), zap.Error(err))
+			e.log.Warn("update execution status", zap.String("execution_id", execID), zap.Error(err))
+			return // fenced or failing: the run is not ours to change
 		}
-		if _, err := s.env.st.UpdateRun(ctx, s.req.SharedRunId, func(r *messages.SharedRun) error {
+		if _, err := e.st.UpdateRun(ctx, runID, func(r *messages.SharedRun) error {
 			if !messages.IsTerminalRun(r.Status) {
 				r.Status = status
 			}
 			return nil
 		}); err != nil {
-			s.env.log.Warn("update run status", zap.String("shared_run_id", s.req.SharedRunId), zap.Error(err))
+			e.log.Warn("update run status", zap.String("shared_run_id", runID), zap.Error(err))
 		}
-		s.env.ledger(ctx, &messages.LedgerEntry{Kind: kind, SharedRunId: s.req.SharedRunId, ExecutionId: s.executionID,
-			RuntimeInstanceId: s.instanceID, Epoch: s.epoch, TenantId: s.req.GetSnapshot().GetTenantId()})
+		e.ledger(ctx, &messages.LedgerEntry{Kind: kind, SharedRunId: runID, ExecutionId: execID,
+			RuntimeInstanceId: instID, Epoch: epoch, TenantId: tenant})
 	}()
 }
 

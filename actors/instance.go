@@ -30,6 +30,7 @@ type runEntry struct {
 	localRunID string
 	req        *messages.DispatchRequest
 	pid        *actor.PID
+	seed       *execSeed
 	workers    int
 	ended      bool
 }
@@ -51,6 +52,7 @@ type instance struct {
 	draining      bool
 	stopTimer     func()
 	restarted     bool
+	stopping      bool // the instance is stopping: its executions stop with it, not crash
 }
 
 // Supervisor strategy of an instance for its executions: restart a crashed execution (it
@@ -75,6 +77,7 @@ func (in *instance) Receive(c actor.Context) {
 	case *actor.Started:
 		in.start(c)
 	case *actor.Stopping:
+		in.stopping = true
 		if in.stopTimer != nil {
 			in.stopTimer()
 		}
@@ -99,8 +102,12 @@ func (in *instance) Receive(c actor.Context) {
 		}
 	case *execGone:
 		if r := in.running[m.localRunID]; r != nil && !r.ended {
-			in.env.log.Error("execution stopped by its supervisor", zap.String("shared_run_id", r.req.SharedRunId))
-			failRun(in.env, r.req, in.spec.ID, "execution-crashed")
+			if !in.stopping {
+				// The supervisor gave up on a crashing execution: fail its run, fenced by the
+				// execution's epoch so a node that lost the run cannot touch it.
+				in.env.log.Error("execution stopped by its supervisor", zap.String("shared_run_id", r.req.SharedRunId))
+				failExecution(in.env, r.seed, "execution-crashed")
+			}
 			in.finished(c, m.localRunID, "crashed")
 		}
 	case *messages.ControlRequest:
@@ -253,7 +260,7 @@ func (in *instance) tryStart(c actor.Context) {
 		in.activeWorkers += w
 		seed := &execSeed{env: in.env, req: q.req, localRunID: q.localRunID, instanceID: in.spec.ID, workers: w}
 		pid := c.Spawn(newExecutionProps(seed))
-		in.running[q.localRunID] = &runEntry{localRunID: q.localRunID, req: q.req, pid: pid, workers: w}
+		in.running[q.localRunID] = &runEntry{localRunID: q.localRunID, req: q.req, pid: pid, seed: seed, workers: w}
 	}
 }
 
@@ -278,11 +285,23 @@ func (in *instance) finished(c actor.Context, lr, status string) {
 	in.publish(c)
 }
 
-// failRun marks a run failed outside its execution (the execution could not run at all).
-func failRun(e *env, req *messages.DispatchRequest, instanceID, reason string) {
+// failExecution fails an execution that cannot go on (its actor was given up on), and its run,
+// only while the execution's epoch is still the one this instance acquired.
+func failExecution(e *env, seed *execSeed, reason string) {
+	execID, epoch, req, instanceID := seed.executionID, seed.epoch, seed.req, seed.instanceID
+	if execID == "" || epoch == 0 {
+		return // never started: recovery requeues the run
+	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
+		if _, err := e.st.UpdateExecution(ctx, execID, epoch, func(ex *messages.Execution) error {
+			ex.Status, ex.FailureReason = messages.RunFailed, reason
+			return nil
+		}); err != nil {
+			e.log.Warn("fail execution", zap.String("execution_id", execID), zap.Error(err))
+			return
+		}
 		changed := false
 		if _, err := e.st.UpdateRun(ctx, req.SharedRunId, func(r *messages.SharedRun) error {
 			changed = !messages.IsTerminalRun(r.Status)
@@ -350,7 +369,9 @@ func (in *instance) control(c actor.Context, m *messages.ControlRequest) *messag
 			break
 		}
 	case "stop_instance":
+		in.stopping = true
 		c.Stop(c.Self())
+		return in.result(m.Op, true, "")
 	default:
 		return in.result(m.Op, false, "unknown-op")
 	}

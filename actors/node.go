@@ -14,6 +14,7 @@ import (
 
 	"github.com/dairuntime/dair/cluster"
 	"github.com/dairuntime/dair/internal/handlers"
+	"github.com/dairuntime/dair/internal/lifecycle"
 	"github.com/dairuntime/dair/internal/step"
 	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/messages"
@@ -95,6 +96,9 @@ type Config struct {
 	OnDeclaredDead func()
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// Lifecycle configures the per-tenant runtime lifecycle (seed 001: idle timeout, sweeps,
+	// cold start, zero retention). Zero fields mean lifecycle.DefaultConfig's values.
+	Lifecycle lifecycle.Config
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -160,6 +164,10 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if err := c.Lifecycle.Validate(); err != nil {
+		return c, fmt.Errorf("actors: config: %w", err)
+	}
+	c.Lifecycle = c.Lifecycle.WithDefaults()
 	return c, nil
 }
 
@@ -189,6 +197,8 @@ type Node struct {
 	watchStop chan struct{}
 	watchDone chan struct{}
 	deadOnce  sync.Once
+
+	lifecycle *tenantLifecycle // per-tenant runtime lifecycle (tenantscope.go)
 }
 
 // Start builds and starts a node. It returns once the supervision tree has started.
@@ -245,9 +255,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			sys.Root.Send(n.pump, &pumpWake{})
 		}
 	}
+	n.lifecycle = newTenantLifecycle(n, cfg.Lifecycle)
 	started := make(chan struct{})
 	props := actor.PropsFromProducer(func() actor.Actor {
-		return &nodeActor{env: e, core: n.core, controlPlane: cfg.has(RoleControlPlane), runtime: cfg.has(RoleRuntime),
+		return &nodeActor{env: e, core: n.core, lifecycle: n.lifecycle, controlPlane: cfg.has(RoleControlPlane), runtime: cfg.has(RoleRuntime),
 			onStarted: func(h, p, s *actor.PID) {
 				select {
 				case <-started:

@@ -173,15 +173,17 @@ type timings struct {
 	reconnect time.Duration // join retries towards seeds and departed addresses
 	reconnTTL time.Duration // how long a departed address is retried
 	leave     time.Duration // graceful leave broadcast timeout
+	// leaveGrace is how long a member must stay absent from memberlist before MemberLeft.
+	leaveGrace time.Duration
 }
 
 func (p Profile) timings() timings {
 	if p == ProfileLocal {
-		return timings{refresh: 250 * time.Millisecond, reconnect: 500 * time.Millisecond,
-			reconnTTL: 2 * time.Minute, leave: time.Second}
+		return timings{refresh: 100 * time.Millisecond, reconnect: 500 * time.Millisecond,
+			reconnTTL: 2 * time.Minute, leave: time.Second, leaveGrace: 500 * time.Millisecond}
 	}
-	return timings{refresh: time.Second, reconnect: 5 * time.Second,
-		reconnTTL: 10 * time.Minute, leave: 5 * time.Second}
+	return timings{refresh: 500 * time.Millisecond, reconnect: 5 * time.Second,
+		reconnTTL: 10 * time.Minute, leave: 5 * time.Second, leaveGrace: 2 * time.Second}
 }
 
 // memberlistConfig builds memberlist's config for profile p.

@@ -3,6 +3,9 @@ package cluster
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 
 	"github.com/hashicorp/memberlist"
 	"go.uber.org/zap"
@@ -10,9 +13,75 @@ import (
 
 // delegate implements memberlist's Delegate, EventDelegate and ConflictDelegate. memberlist
 // calls these with its own locks held, so they only copy data and signal the owner goroutine.
+//
+// The delegate keeps its own copy of the alive node table: memberlist.Members and LocalNode
+// return pointers into memberlist's state that it later mutates without our lock (a data race),
+// while event callbacks run under memberlist's node lock, so copying there is safe.
 type delegate struct {
-	p    *Provider
-	meta []byte // immutable after construction
+	p *Provider
+
+	// mu guards meta, nodes and left.
+	mu    sync.Mutex
+	meta  []byte                     // our encoded node meta
+	nodes map[string]memberlist.Node // alive or suspect nodes by name, deep copies
+	left  map[string]bool            // names that announced a graceful leave in their meta
+}
+
+// setMeta replaces our node meta (memberlist.UpdateNode must be called to broadcast it).
+func (d *delegate) setMeta(meta []byte) {
+	d.mu.Lock()
+	d.meta = meta
+	d.mu.Unlock()
+}
+
+// leftGracefully reports whether the named node announced a graceful leave before vanishing.
+func (d *delegate) leftGracefully(name string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.left[name]
+}
+
+// snapshot returns copies of the known alive nodes sorted by name. The caller owns them.
+func (d *delegate) snapshot() []*memberlist.Node {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]*memberlist.Node, 0, len(d.nodes))
+	for _, n := range d.nodes {
+		c := n
+		out = append(out, &c)
+	}
+	slices.SortFunc(out, func(a, b *memberlist.Node) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// node returns a copy of the named node.
+func (d *delegate) node(name string) (*memberlist.Node, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n, ok := d.nodes[name]
+	return &n, ok
+}
+
+// store records a deep copy of n.
+func (d *delegate) store(n *memberlist.Node) {
+	c := *n
+	c.Addr = slices.Clone(n.Addr)
+	c.Meta = slices.Clone(n.Meta)
+	d.mu.Lock()
+	if d.nodes == nil {
+		d.nodes = map[string]memberlist.Node{}
+	}
+	d.nodes[n.Name] = c
+	if metaLeaving(c.Meta) {
+		if d.left == nil {
+			d.left = map[string]bool{}
+		}
+		d.left[n.Name] = true
+	} else {
+		delete(d.left, n.Name)
+	}
+	d.mu.Unlock()
+	d.p.markDirty()
 }
 
 var (
@@ -23,10 +92,12 @@ var (
 
 // NodeMeta returns the encoded node meta (checked against the limit at StartMember).
 func (d *delegate) NodeMeta(limit int) []byte {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if len(d.meta) > limit {
 		return nil
 	}
-	return d.meta
+	return slices.Clone(d.meta)
 }
 
 // NotifyMsg receives user messages; the only one is the declared-dead notice.
@@ -52,14 +123,19 @@ func (d *delegate) LocalState(bool) []byte { return nil }
 // MergeRemoteState ignores remote push/pull state.
 func (d *delegate) MergeRemoteState([]byte, bool) {}
 
-// NotifyJoin signals a rebuild.
-func (d *delegate) NotifyJoin(*memberlist.Node) { d.p.markDirty() }
+// NotifyJoin records the node and signals a rebuild.
+func (d *delegate) NotifyJoin(n *memberlist.Node) { d.store(n) }
 
-// NotifyLeave signals a rebuild.
-func (d *delegate) NotifyLeave(*memberlist.Node) { d.p.markDirty() }
+// NotifyLeave forgets the node and signals a rebuild.
+func (d *delegate) NotifyLeave(n *memberlist.Node) {
+	d.mu.Lock()
+	delete(d.nodes, n.Name)
+	d.mu.Unlock()
+	d.p.markDirty()
+}
 
-// NotifyUpdate signals a rebuild.
-func (d *delegate) NotifyUpdate(*memberlist.Node) { d.p.markDirty() }
+// NotifyUpdate records the node and signals a rebuild.
+func (d *delegate) NotifyUpdate(n *memberlist.Node) { d.store(n) }
 
 // NotifyConflict logs two nodes claiming the same name (an actor system id reused).
 func (d *delegate) NotifyConflict(existing, other *memberlist.Node) {

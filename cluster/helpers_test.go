@@ -4,25 +4,34 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
 
 	"github.com/dairuntime/dair/testkit/leak"
 )
 
 func TestMain(m *testing.M) {
+	if seed := os.Getenv(peerEnv); seed != "" {
+		os.Exit(runPeer(seed))
+	}
 	goleak.VerifyTestMain(m, leak.Protoactor()...)
 }
 
 // testNode is one in-process node: an actor system plus its membership.
 type testNode struct {
-	sys *actor.ActorSystem
-	m   *Membership
-	ft  *FaultTransport // nil unless started with a fault transport
+	topo *topoTap
+	sys  *actor.ActorSystem
+	m    *Membership
+	ft   *FaultTransport // nil unless started with a fault transport
 }
 
 // newSystem returns an actor system with protoactor's logs silenced.
@@ -47,13 +56,16 @@ func startNodeCfg(t testing.TB, cfg Config, fault bool) *testNode {
 		NodeID:    nodeID,
 		BindAddr:  "127.0.0.1:0",
 		Join:      cfg.Join,
-		Profile:   ProfileLocal,
+		Keyring:   cfg.Keyring,
+		Profile:   profileOr(cfg.Profile),
 		Roles:     []string{"runtime"},
 		ActorHost: "127.0.0.1",
 		ActorPort: cfg.ActorPort,
 		noServe:   cfg.noServe,
+		Logger:    zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)).With(zap.String("node", nodeID)),
 	}
 	n := &testNode{sys: newSystem()}
+	n.topo = tapTopology(n.sys)
 	if fault {
 		nt, err := NewLoopbackTransport()
 		if err != nil {
@@ -120,21 +132,33 @@ func eventually(t testing.TB, timeout time.Duration, cond func() bool, what stri
 // waitEvent returns the first event on ch matching kind and member id, or fails after timeout.
 func waitEvent(t testing.TB, ch <-chan Event, timeout time.Duration, kind EventKind, id string) Event {
 	t.Helper()
+	return waitEvents(t, ch, timeout, kind, id)[0]
+}
+
+// waitEvents waits, in any order, for one event of kind per id and returns them in ids order.
+func waitEvents(t testing.TB, ch <-chan Event, timeout time.Duration, kind EventKind, ids ...string) []Event {
+	t.Helper()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	for {
+	got := map[string]Event{}
+	for len(got) < len(ids) {
 		select {
 		case ev, ok := <-ch:
 			if !ok {
-				t.Fatalf("event channel closed waiting for %v %s", kind, id)
+				t.Fatalf("event channel closed waiting for %v %v", kind, ids)
 			}
-			if ev.Kind == kind && ev.Member.ID == id {
-				return ev
+			if ev.Kind == kind && slices.Contains(ids, ev.Member.ID) {
+				got[ev.Member.ID] = ev
 			}
 		case <-timer.C:
-			t.Fatalf("no %v for %s within %v", kind, id, timeout)
+			t.Fatalf("no %v for all of %v within %v (got %d)", kind, ids, timeout, len(got))
 		}
 	}
+	out := make([]Event, len(ids))
+	for i, id := range ids {
+		out[i] = got[id]
+	}
+	return out
 }
 
 // expectNoEvent fails if an event of kind arrives on ch within d.
@@ -169,4 +193,42 @@ func freePort(t testing.TB) int {
 		t.Fatalf("close listener: %v", err)
 	}
 	return port
+}
+
+// topoTap records the member ids of the last *pcluster.ClusterTopology published on a
+// system's event stream (protoactor's MemberList itself is read without a lock).
+type topoTap struct {
+	mu  sync.Mutex // guards ids
+	ids []string
+}
+
+func tapTopology(sys *actor.ActorSystem) *topoTap {
+	tap := &topoTap{}
+	sys.EventStream.Subscribe(func(evt any) {
+		if topo, ok := evt.(*pcluster.ClusterTopology); ok {
+			var ids []string
+			for _, m := range topo.Members {
+				ids = append(ids, m.Id)
+			}
+			slices.Sort(ids)
+			tap.mu.Lock()
+			tap.ids = ids
+			tap.mu.Unlock()
+		}
+	})
+	return tap
+}
+
+// topology returns the sorted ids of protoactor's last published topology.
+func (n *testNode) topology() []string {
+	n.topo.mu.Lock()
+	defer n.topo.mu.Unlock()
+	return slices.Clone(n.topo.ids)
+}
+
+func profileOr(p Profile) Profile {
+	if p == "" {
+		return ProfileLocal
+	}
+	return p
 }

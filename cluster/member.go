@@ -97,6 +97,14 @@ type nodeMeta struct {
 	Port   int      `json:"p"`
 	Roles  []string `json:"r,omitempty"`
 	Kinds  []string `json:"k,omitempty"`
+	// Leaving is set just before a graceful Leave, so peers skip the leave grace period.
+	Leaving bool `json:"l,omitempty"`
+}
+
+// metaLeaving reports whether encoded meta announces a graceful leave.
+func metaLeaving(b []byte) bool {
+	var meta nodeMeta
+	return json.Unmarshal(b, &meta) == nil && meta.Leaving
 }
 
 // encodeMeta marshals meta and checks the size limit.

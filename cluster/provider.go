@@ -53,9 +53,12 @@ type Provider struct {
 	reconnect map[string]time.Time // memberlist address -> retry until
 
 	subs subscribers
+	d    *delegate
+	meta nodeMeta // set by StartMember
 
-	// selfDead is owned by the owner goroutine.
+	// Owned by the owner goroutine (and StartMember before it starts).
 	selfDead bool
+	missing  map[string]time.Time // view members absent from memberlist, since when
 }
 
 // NewProvider returns a Provider for cfg. It does nothing until StartMember.
@@ -74,6 +77,7 @@ func NewProvider(cfg Config) (*Provider, error) {
 		view:      map[string]Member{},
 		departed:  map[string]struct{}{},
 		reconnect: map[string]time.Time{},
+		missing:   map[string]time.Time{},
 	}, nil
 }
 
@@ -94,10 +98,15 @@ func (p *Provider) StartMember(c *pcluster.Cluster) error {
 		return fmt.Errorf("cluster: actor system address: %w", err)
 	}
 	meta, err := encodeMeta(nodeMeta{NodeID: p.cfg.NodeID, Host: host, Port: port,
-		Roles: p.cfg.Roles, Kinds: c.GetClusterKinds()})
-	if err != nil {
+		Roles: p.cfg.Roles, Kinds: c.GetClusterKinds(), Leaving: true})
+	if err != nil { // checked with Leaving set so the leave announcement fits too
 		return err
 	}
+	p.meta = nodeMeta{NodeID: p.cfg.NodeID, Host: host, Port: port, Roles: p.cfg.Roles, Kinds: c.GetClusterKinds()}
+	if meta, err = encodeMeta(p.meta); err != nil {
+		return err
+	}
+	p.d = &delegate{p: p, meta: meta}
 	mc, err := p.memberlistConfig(c.ActorSystem.ID, meta)
 	if err != nil {
 		return err
@@ -106,7 +115,12 @@ func (p *Provider) StartMember(c *pcluster.Cluster) error {
 	if err != nil {
 		return fmt.Errorf("cluster: create memberlist: %w", err)
 	}
-	self, err := memberFromNode(ml.LocalNode())
+	// memberlist reported the local node through NotifyJoin during Create.
+	selfNode, ok := p.d.node(c.ActorSystem.ID)
+	if !ok {
+		return errors.Join(fmt.Errorf("cluster: local node %s not reported by memberlist", c.ActorSystem.ID), ml.Shutdown())
+	}
+	self, err := memberFromNode(selfNode)
 	if err != nil {
 		return errors.Join(err, ml.Shutdown())
 	}
@@ -137,6 +151,18 @@ func (p *Provider) Shutdown(graceful bool) error {
 	var errs []error
 	if ml != nil {
 		if graceful {
+			// Announce the leave in the meta first so peers report MemberLeft without the
+			// grace period they apply to failures.
+			leaving := p.meta
+			leaving.Leaving = true
+			if meta, err := encodeMeta(leaving); err != nil {
+				errs = append(errs, err)
+			} else {
+				p.d.setMeta(meta)
+				if err := ml.UpdateNode(p.tm.leave); err != nil {
+					errs = append(errs, fmt.Errorf("cluster: announce leave: %w", err))
+				}
+			}
 			if err := ml.Leave(p.tm.leave); err != nil {
 				errs = append(errs, fmt.Errorf("cluster: leave: %w", err))
 			}
@@ -204,8 +230,7 @@ func (p *Provider) memberlistConfig(name string, meta []byte) (*memberlist.Confi
 	}
 	mc.Logger = stdLog
 	mc.LogOutput = nil
-	d := &delegate{p: p, meta: meta}
-	mc.Delegate, mc.Events, mc.Conflict = d, d, d
+	mc.Delegate, mc.Events, mc.Conflict = p.d, p.d, p.d
 	return mc, nil
 }
 
@@ -247,10 +272,9 @@ func (p *Provider) rebuild() {
 	prev := p.view
 	cur := make(map[string]Member, len(prev))
 	byAddr := map[string]string{}
-	for _, n := range p.ml.Members() {
-		if n.State != memberlist.StateAlive && n.State != memberlist.StateSuspect {
-			continue
-		}
+	present := map[string]bool{}
+	for _, n := range p.d.snapshot() {
+		present[n.Name] = true
 		m, err := memberFromNode(n)
 		if err != nil {
 			p.log.Warn("cluster: skip member", zap.Error(err))
@@ -279,11 +303,33 @@ func (p *Provider) rebuild() {
 	}
 	p.mu.RUnlock()
 
-	var events []Event
+	// A member that vanished from memberlist stays in the view for a grace period: after a
+	// partition heals, the isolated node's queued dead broadcasts can briefly mark healthy
+	// nodes dead until they refute. Members that left gracefully or were displaced by an
+	// address conflict leave at once.
 	now := time.Now()
+	for id, old := range prev {
+		if _, ok := cur[id]; ok || present[id] || id == selfID {
+			delete(p.missing, id)
+			continue
+		}
+		if p.d.leftGracefully(id) {
+			continue
+		}
+		since, ok := p.missing[id]
+		if !ok {
+			p.missing[id], since = now, now
+		}
+		if now.Sub(since) < p.tm.leaveGrace {
+			cur[id] = old
+		}
+	}
+
+	var events []Event
 	p.mu.Lock()
 	for id, old := range prev {
 		if _, ok := cur[id]; !ok && id != selfID {
+			delete(p.missing, id)
 			p.departed[id] = struct{}{}
 			p.reconnect[old.MemberlistAddr] = now.Add(p.tm.reconnTTL)
 			events = append(events, Event{Kind: MemberLeft, Member: old})
@@ -366,14 +412,14 @@ func (p *Provider) reconnectOnce() {
 
 	aliveAddr := map[string]bool{}
 	var zombies []*memberlist.Node
-	for _, n := range p.ml.Members() {
+	for _, n := range p.d.snapshot() {
 		aliveAddr[n.Address()] = true
 		if _, gone := departed[n.Name]; gone {
 			zombies = append(zombies, n)
 		}
 	}
 	targets = slices.DeleteFunc(targets, func(a string) bool { return aliveAddr[a] })
-	self := p.ml.LocalNode().Address()
+	self := p.selfMember.MemberlistAddr
 	targets = slices.DeleteFunc(targets, func(a string) bool { return a == self })
 	if len(targets) > 0 {
 		slices.Sort(targets)

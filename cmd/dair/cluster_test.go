@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -202,4 +204,195 @@ func TestCluster_killNodeWithMostExecutions(t *testing.T) {
 		require.Equal(t, callsAtKill[key], after[key], "step %s had committed before the kill and was invoked again", key)
 	}
 	t.Logf("killed %s; %d recovery entries; %d steps committed before the kill", victim.id, recovered, len(committed))
+}
+
+func (n *devNode) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	require.NoError(t, n.cmd.Process.Signal(sig))
+}
+
+// busiest returns the node whose instances run the most runs, and the total running.
+func busiest(ctx context.Context, c *client.Client, nodes []*clusterNode) (*clusterNode, int32) {
+	list, err := c.ListInstances(ctx, "")
+	if err != nil {
+		return nil, 0
+	}
+	load := map[string]int32{}
+	total := int32(0)
+	for _, in := range list.Instances {
+		load[in.HostID] += in.RunningRunCount
+		total += in.RunningRunCount
+	}
+	var best *clusterNode
+	for _, n := range nodes {
+		if best == nil || load[n.id] > load[best.id] {
+			best = n
+		}
+	}
+	return best, total
+}
+
+func acmeTenant() api.Tenant {
+	return api.Tenant{TenantID: "acme", IsolationMode: messages.IsolationDedicated, RuntimeInstanceIDPrefix: "acme-runtime",
+		MaxRuntimeInstances: 3, WorkerCountPerInstance: 20, MaxConcurrentRunsPerInstance: 10, LocalQueueCapacity: 100}
+}
+
+// waitAll polls until every run is final and returns them.
+func waitAll(t *testing.T, ctx context.Context, c *client.Client, ids []string, within time.Duration) map[string]*api.Run {
+	t.Helper()
+	done := map[string]*api.Run{}
+	testkit.Eventually(t, within, 100*time.Millisecond, func() bool {
+		for _, id := range ids {
+			if _, ok := done[id]; ok {
+				continue
+			}
+			run, err := c.GetRun(ctx, id)
+			if err != nil || !messages.IsTerminalRun(run.Status) {
+				return false
+			}
+			done[id] = run
+		}
+		return true
+	}, "every run finished")
+	return done
+}
+
+// TestCluster_pausedNodeIsFencedAndRejoins: a node SIGSTOPped past the failure timeout and then
+// resumed cannot commit (its epochs are stale), stops its stale executions, restarts under a
+// new member id; the runs still finish exactly once.
+func TestCluster_pausedNodeIsFencedAndRejoins(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process cluster test")
+	}
+	testkit.RequireRedis(t)
+	r := testkit.StartRedis(t, testkit.RedisOptions{})
+	cs := newCountingServer(t, 40*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	n1 := startClusterNode(t, r.URL(), "n1", "")
+	n2 := startClusterNode(t, r.URL(), "n2", n1.bind)
+	n3 := startClusterNode(t, r.URL(), "n3", n1.bind)
+	nodes := []*clusterNode{n1, n2, n3}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, n := range nodes {
+				t.Logf("%s log:\n%s", n.id, n.logs.String())
+			}
+		}
+	})
+	c := client.New(n1.url, "")
+	_, err := c.PutTenant(ctx, acmeTenant())
+	require.NoError(t, err)
+	_, err = c.PutPipeline(ctx, "crashy", []byte(httpChain(cs.URL, 20)))
+	require.NoError(t, err)
+	var ids []string
+	for i := 0; i < 30; i++ {
+		s, err := c.Submit(ctx, api.SubmitRequest{Pipeline: "crashy", TenantID: "acme"})
+		require.NoError(t, err)
+		ids = append(ids, s.SharedRunID)
+	}
+	var victim *clusterNode
+	testkit.Eventually(t, 60*time.Second, 50*time.Millisecond, func() bool {
+		b, total := busiest(ctx, c, nodes)
+		victim = b
+		return total >= 10
+	}, "cluster busy")
+	if victim == n1 {
+		c = client.New(n2.url, "")
+	}
+	victim.signal(t, syscall.SIGSTOP)
+	// The survivors declare it dead: its instances leave the registry.
+	testkit.Eventually(t, 30*time.Second, 50*time.Millisecond, func() bool {
+		list, err := c.ListInstances(ctx, "")
+		if err != nil {
+			return false
+		}
+		for _, in := range list.Instances {
+			if in.HostID == victim.id {
+				return false
+			}
+		}
+		return true
+	}, "paused node's instances marked unsafe")
+	// Keep it paused past the failure timeout: the survivors' membership reports it lost.
+	testkit.Eventually(t, 30*time.Second, 50*time.Millisecond, func() bool {
+		for _, n := range nodes {
+			if n != victim && strings.Contains(n.logs.String(), "cluster member lost") {
+				return true
+			}
+		}
+		return false
+	}, "membership declared the paused node lost")
+	victim.signal(t, syscall.SIGCONT)
+	done := waitAll(t, ctx, c, ids, 2*time.Minute)
+	for _, id := range ids {
+		run := done[id]
+		require.Equal(t, messages.RunSucceeded, run.Status, "run %s: %s", id, run.FailureReason)
+		led, err := c.Ledger(ctx, run.ExecutionID)
+		require.NoError(t, err)
+		succ := map[string]int{}
+		for _, e := range led.Entries {
+			if e.Kind == messages.KindStepSucceeded {
+				succ[e.StepID]++
+			}
+		}
+		require.Len(t, succ, 20)
+		for step, k := range succ {
+			require.Equal(t, 1, k, "run %s step %s committed %d times", id, step, k)
+		}
+	}
+	// The resumed node learns it was declared dead and comes back under a new member id.
+	testkit.Eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
+		return strings.Contains(victim.logs.String(), "restarting under a new member id")
+	}, "paused node restarted under a new member id")
+	testkit.Eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
+		return client.New(victim.url, "").Ready(ctx) == nil
+	}, "restarted node ready")
+}
+
+// TestCluster_killedNodeRejoinsAndGetsWork: a node killed and restarted on the same address
+// joins as a new member and receives new work.
+func TestCluster_killedNodeRejoinsAndGetsWork(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process cluster test")
+	}
+	testkit.RequireRedis(t)
+	r := testkit.StartRedis(t, testkit.RedisOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n1 := startClusterNode(t, r.URL(), "n1", "")
+	n2 := startClusterNode(t, r.URL(), "n2", n1.bind)
+	c := client.New(n1.url, "")
+	_, err := c.PutPipeline(ctx, "hello", []byte(helloPipeline))
+	require.NoError(t, err)
+	n2.kill(t)
+	n2 = startClusterNode(t, r.URL(), "n2", n1.bind)
+	// New tenants scale out onto the least-loaded runtime member: the restarted node.
+	var ids []string
+	for i := 0; i < 3; i++ {
+		tn := acmeTenant()
+		tn.TenantID, tn.RuntimeInstanceIDPrefix = fmt.Sprintf("t%d", i), fmt.Sprintf("t%d-runtime", i)
+		_, err := c.PutTenant(ctx, tn)
+		require.NoError(t, err)
+		s, err := c.Submit(ctx, api.SubmitRequest{Pipeline: "hello", TenantID: tn.TenantID, Input: []byte(`{"name":"x"}`)})
+		require.NoError(t, err)
+		ids = append(ids, s.SharedRunID)
+	}
+	done := waitAll(t, ctx, c, ids, time.Minute)
+	list, err := c.ListInstances(ctx, "")
+	require.NoError(t, err)
+	onN2 := map[string]bool{}
+	for _, in := range list.Instances {
+		if in.HostID == "n2" {
+			onN2[in.RuntimeInstanceID] = true
+		}
+	}
+	got := 0
+	for _, id := range ids {
+		require.Equal(t, messages.RunSucceeded, done[id].Status)
+		if onN2[done[id].AssignedRuntimeInstanceID] {
+			got++
+		}
+	}
+	require.Greater(t, got, 0, "the restarted node received no work (instances on n2: %v)", onN2)
 }

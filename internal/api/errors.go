@@ -44,6 +44,8 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.writeError(w, http.StatusNotFound, CodeNotFound, err.Error())
 	case errors.Is(err, actors.ErrTenantSuspended):
 		s.writeError(w, http.StatusLocked, CodeTenantSuspended, err.Error())
+	case errors.Is(err, actors.ErrNoCapacity):
+		s.writeError(w, http.StatusServiceUnavailable, CodeNoCapacity, err.Error())
 	case errors.Is(err, actors.ErrNotRunning):
 		s.writeError(w, http.StatusConflict, CodeNotRunning, err.Error())
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:

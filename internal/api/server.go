@@ -98,6 +98,7 @@ func New(cfg Config) http.Handler {
 	v1("PUT /v1/tenants/{id}", s.putTenant)
 	v1("POST /v1/tenants/{id}/suspend", s.suspendTenant(true))
 	v1("POST /v1/tenants/{id}/resume", s.suspendTenant(false))
+	v1("GET /v1/tenants/{id}/usage", s.usage)
 
 	v1("GET /v1/executions/{id}/ledger", s.ledger)
 	v1("GET /v1/executions/{id}/trace", s.trace)

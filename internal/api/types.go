@@ -367,3 +367,60 @@ func PipelineFromMessage(p *messages.PipelineVersion, withSource bool) Pipeline 
 	}
 	return out
 }
+
+// UsageEvent is one metering event in GET /v1/tenants/{id}/usage: kind "run" (one per finished
+// run) or "step" (one per finished step, with its duration, attempts and LLM tokens).
+type UsageEvent struct {
+	Kind             string    `json:"kind"`
+	TenantID         string    `json:"tenant_id"`
+	SharedRunID      string    `json:"shared_run_id"`
+	ExecutionID      string    `json:"execution_id,omitempty"`
+	StepID           string    `json:"step_id,omitempty"`
+	Handler          string    `json:"handler,omitempty"`
+	DurationMS       int64     `json:"duration_ms"`
+	Attempts         int32     `json:"attempts"`
+	PromptTokens     int64     `json:"prompt_tokens"`
+	CompletionTokens int64     `json:"completion_tokens"`
+	At               time.Time `json:"at"`
+}
+
+// UsageTotals sums a usage report: runs and steps count events of each kind; the other fields
+// add up the step events.
+type UsageTotals struct {
+	Runs             int64 `json:"runs"`
+	Steps            int64 `json:"steps"`
+	DurationMS       int64 `json:"duration_ms"`
+	Attempts         int64 `json:"attempts"`
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+}
+
+func (t *UsageTotals) add(ev UsageEvent) {
+	switch ev.Kind {
+	case "run":
+		t.Runs++
+	case "step":
+		t.Steps++
+	}
+	t.DurationMS += ev.DurationMS
+	t.Attempts += int64(ev.Attempts)
+	t.PromptTokens += ev.PromptTokens
+	t.CompletionTokens += ev.CompletionTokens
+}
+
+// UsageReport is the answer of GET /v1/tenants/{id}/usage. From and To echo the query (null
+// when unbounded).
+type UsageReport struct {
+	TenantID string       `json:"tenant_id"`
+	From     *time.Time   `json:"from"`
+	To       *time.Time   `json:"to"`
+	Events   []UsageEvent `json:"events"`
+	Totals   UsageTotals  `json:"totals"`
+}
+
+// UsageEventFromMessage converts a stored usage event.
+func UsageEventFromMessage(e *messages.UsageEvent) UsageEvent {
+	return UsageEvent{Kind: e.Kind, TenantID: e.TenantId, SharedRunID: e.SharedRunId, ExecutionID: e.ExecutionId,
+		StepID: e.StepId, Handler: e.Handler, DurationMS: time.Duration(e.DurationNs).Milliseconds(), Attempts: e.Attempts,
+		PromptTokens: e.PromptTokens, CompletionTokens: e.CompletionTokens, At: unixTime(e.At)}
+}

@@ -35,8 +35,10 @@ type member struct {
 // swapHandler serves the current incarnation's API; a restart under a new member id swaps it.
 type swapHandler struct{ h atomic.Pointer[http.Handler] }
 
-func (s *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { (*s.h.Load()).ServeHTTP(w, r) }
-func (s *swapHandler) set(h http.Handler)                                { s.h.Store(&h) }
+func (s *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	(*s.h.Load()).ServeHTTP(w, r)
+}
+func (s *swapHandler) set(h http.Handler) { s.h.Store(&h) }
 
 // runCluster serves a cluster node. When the cluster declares this node dead (it was
 // partitioned or paused past the failure timeout; its runs have moved under newer epochs), the
