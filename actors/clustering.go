@@ -22,8 +22,9 @@ const ActorProviderName = "actor"
 // hostPIDID is the PID id of a node's runtime host actor.
 func hostPIDID(nodeID string) string { return "node-" + nodeID + "/host" }
 
-// remotePID resolves an instance's PID from its descriptor.
-func remotePID(d *messages.CapacityDescriptor) (*actor.PID, bool) {
+// RemotePID resolves an instance's PID from its descriptor (its remote address and actor id);
+// providers that reach instances on other processes use it as their resolver.
+func RemotePID(d *messages.CapacityDescriptor) (*actor.PID, bool) {
 	if d.GetAddress() == "" || d.GetActorId() == "" {
 		return nil, false
 	}
@@ -33,7 +34,7 @@ func remotePID(d *messages.CapacityDescriptor) (*actor.PID, bool) {
 // newActorProvider returns the cluster's "actor" provider: the local provider's behaviour with
 // a remote resolver and a host that places new instances on the least-loaded runtime member.
 func newActorProvider(e *env, m *cluster.Membership) *local.Provider {
-	return local.New(local.Config{Name: ActorProviderName, System: e.system, Resolver: remotePID,
+	return local.New(local.Config{Name: ActorProviderName, System: e.system, Resolver: RemotePID,
 		Host: &clusterHost{env: e, members: m}, Instances: e.st.ListInstances, ReadyTimeout: 15 * time.Second})
 }
 
