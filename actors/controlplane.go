@@ -49,6 +49,11 @@ func (cp *controlPlane) Receive(c actor.Context) {
 		}), "recovery"); err != nil {
 			cp.core.env.log.Error("spawn recovery coordinator: " + err.Error())
 		}
+		if _, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+			return &healthReconciler{core: cp.core}
+		}), "health"); err != nil {
+			cp.core.env.log.Error("spawn health reconciler: " + err.Error())
+		}
 		if cp.onStarted != nil {
 			cp.onStarted(pumpPID, soPID)
 		}

@@ -34,6 +34,7 @@ type core struct {
 	env       *env
 	providers *providers.Registry
 	tenants   *ttlCache[*messages.TenantSettings]
+	circuits  *circuits
 	// scaleOutCreated is called after a scale-out request is stored (wakes the scale-out
 	// supervisor); wakePump after a run is enqueued.
 	scaleOutCreated func(id string)
@@ -89,6 +90,7 @@ func (c *core) dispatchRun(ctx context.Context, runID, pumpID string, insts []*m
 			return outcomeRequeue, fmt.Errorf("list instances: %w", err)
 		}
 	}
+	insts = c.circuits.overlay(insts, e.now())
 	visible := tenancy.FilterVisible(insts, snap.TenantId, snap.TenantGroupId, t)
 	reserved := make(map[string]int, len(visible))
 	for _, d := range visible {
@@ -217,6 +219,9 @@ func (c *core) deliver(ctx context.Context, run *messages.SharedRun, d *messages
 		PipelineHash: upd.PipelineHash, Input: upd.Input, Snapshot: upd.Snapshot, ExecutionId: upd.ExecutionId,
 		CorrelationId: upd.CorrelationId, RequestedBy: upd.GetSnapshot().GetRequestedBy(), Source: "shared-queue", PumpRuntimeInstanceId: pumpID}
 	res := c.providers.Dispatch(ctx, d, req)
+	if c.circuits.record(d.RuntimeInstanceId, res, e.now()) {
+		e.log.Warn("dispatch circuit opened", zap.String("runtime_instance_id", d.RuntimeInstanceId), zap.String("reason", res.GetReason()))
+	}
 	entry := &messages.LedgerEntry{SharedRunId: upd.SharedRunId, ExecutionId: upd.ExecutionId, RuntimeInstanceId: d.RuntimeInstanceId,
 		TenantId: upd.GetSnapshot().GetTenantId(), Reason: res.GetReason(),
 		Data: mustJSON(map[string]any{"provider": res.GetProvider(), "local_run_id": res.GetLocalRunId(), "pump_runtime_instance_id": pumpID, "retryable": res.GetRetryable()})}

@@ -224,7 +224,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	e.pipelines = newPipelineCache(cfg.Store, cfg.Handlers)
 	e.commits = newCommitter(cfg.Store, e.log, e.hub, cfg.CommitShards, cfg.CommitBatch)
-	e.pub = newPublisher(cfg.Store, e.log, cfg.HeartbeatTTL, cfg.ReservationTTL)
+	e.pub = newPublisher(cfg.Store, e.log, e.metrics, cfg.HeartbeatTTL, cfg.ReservationTTL)
 	e.usageW = newUsageWriter(cfg.Store, e.log)
 	n := &Node{env: e, ownSystem: own}
 	n.providers = providers.NewRegistry(providers.WithObserver(func(r *messages.ProviderResult, _ time.Duration) { e.metrics.provider(r) }))
@@ -244,7 +244,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("register provider: %w", err)
 		}
 	}
-	n.core = &core{env: e, providers: n.providers, tenants: newTTLCache[*messages.TenantSettings](time.Second)}
+	n.core = &core{env: e, providers: n.providers, tenants: newTTLCache[*messages.TenantSettings](time.Second), circuits: newCircuits()}
 	n.core.scaleOutCreated = func(id string) {
 		if n.scaleOut != nil {
 			sys.Root.Send(n.scaleOut, &scaleOutCreated{id: id})

@@ -1,0 +1,79 @@
+package actors
+
+import (
+	"testing"
+	"time"
+
+	"github.com/dairuntime/dair/messages"
+)
+
+func TestCircuits_record_opensAfterConsecutiveRetryableFailures(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	fail := &messages.ProviderResult{Ok: false, Retryable: true, Reason: "dispatch-timeout"}
+	permanent := &messages.ProviderResult{Ok: false, Retryable: false, Reason: "tenant-not-visible"}
+	ok := &messages.ProviderResult{Ok: true}
+	tests := []struct {
+		name     string
+		results  []*messages.ProviderResult
+		wantOpen bool
+	}{
+		{"no failures", nil, false},
+		{"two failures stay closed", []*messages.ProviderResult{fail, fail}, false},
+		{"three failures open", []*messages.ProviderResult{fail, fail, fail}, true},
+		{"a success resets the count", []*messages.ProviderResult{fail, fail, ok, fail, fail}, false},
+		{"non-retryable failures do not count", []*messages.ProviderResult{permanent, permanent, permanent}, false},
+		{"a success closes an open circuit", []*messages.ProviderResult{fail, fail, fail, ok}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCircuits()
+			for _, r := range tc.results {
+				c.record("i1", r, t0)
+			}
+			if got := c.isOpen("i1", t0); got != tc.wantOpen {
+				t.Fatalf("isOpen = %v, want %v", got, tc.wantOpen)
+			}
+		})
+	}
+}
+
+func TestCircuits_isOpen_halfOpensAfterCoolDown(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	c := newCircuits()
+	fail := &messages.ProviderResult{Retryable: true}
+	for i := 0; i < circuitFailures; i++ {
+		c.record("i1", fail, t0)
+	}
+	if !c.isOpen("i1", t0.Add(circuitOpenFor-time.Second)) {
+		t.Fatal("circuit closed before its cool-down")
+	}
+	if c.isOpen("i1", t0.Add(circuitOpenFor+time.Second)) {
+		t.Fatal("circuit still open after its cool-down")
+	}
+	// Half-open: one more failure opens it again at once.
+	if !c.record("i1", fail, t0.Add(circuitOpenFor+2*time.Second)) {
+		t.Fatal("a failure while half-open did not reopen the circuit")
+	}
+}
+
+func TestCircuits_overlay_marksOpenInstancesUnhealthyWithoutMutating(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	c := newCircuits()
+	for i := 0; i < circuitFailures; i++ {
+		c.record("b", &messages.ProviderResult{Retryable: true}, t0)
+	}
+	in := []*messages.CapacityDescriptor{
+		{RuntimeInstanceId: "a", Status: messages.InstanceReady, CanAcceptRun: true},
+		{RuntimeInstanceId: "b", Status: messages.InstanceReady, CanAcceptRun: true},
+	}
+	out := c.overlay(in, t0)
+	if out[1].Status != messages.InstanceUnhealthy || out[1].CanAcceptRun {
+		t.Fatalf("open instance not marked: %v", out[1])
+	}
+	if in[1].Status != messages.InstanceReady || !in[1].CanAcceptRun {
+		t.Fatal("overlay modified its input")
+	}
+	if out[0] != in[0] {
+		t.Fatal("healthy instance was copied needlessly")
+	}
+}
