@@ -134,7 +134,7 @@ func (n *Node) Submit(ctx context.Context, req SubmitRequest) (*messages.SharedR
 	if mode == SubmitDirect && n.core != nil {
 		out, err := n.core.dispatchRun(ctx, run.SharedRunId, "direct-"+e.nodeID, nil)
 		if err != nil {
-			e.log.Warn("direct dispatch", zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
+			e.log.Warn("direct dispatch", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
 		}
 		if out == outcomeDone {
 			return n.GetRun(ctx, run.SharedRunId)

@@ -58,15 +58,22 @@ func forBackends(b *testing.B, fn func(b *testing.B, backend testkit.Backend, r 
 	}
 }
 
-// benchNode starts a node with one big dedicated instance for tenant "bench".
+// benchNode starts a node with big dedicated instances for tenant "bench" (slots run slots in
+// all, in instances of at most 5,000 slots).
 func benchNode(b *testing.B, st store.Store, reg *step.Registry, slots int) *actors.Node {
 	b.Helper()
 	ctx := context.Background()
+	count := (slots + 4999) / 5000
+	per := (slots + count - 1) / count
 	settings := &messages.TenantSettings{TenantId: "bench", IsolationMode: messages.IsolationDedicated, RuntimeInstanceIdPrefix: "bench-runtime",
-		MaxRuntimeInstances: 1, WorkerCountPerInstance: int32(slots * 2), MaxConcurrentRunsPerInstance: int32(slots),
+		MaxRuntimeInstances: int32(count), WorkerCountPerInstance: int32(min(10000, per*2)), MaxConcurrentRunsPerInstance: int32(per),
 		LocalQueueCapacity: 1000000, MaxLocalWorkersPerExecution: 64}
+	var specs []actors.InstanceSpec
+	for i := 1; i <= count; i++ {
+		specs = append(specs, actors.InstanceSpec{ID: fmt.Sprintf("bench-runtime-%d", i), Settings: settings})
+	}
 	n, err := actors.Start(ctx, actors.Config{NodeID: "bench", Store: st, Handlers: reg, PumpInterval: 5 * time.Millisecond,
-		PumpBatch: 256, PumpParallelism: 64, Instances: []actors.InstanceSpec{{ID: "bench-runtime-1", Settings: settings}}})
+		PumpBatch: 256, PumpParallelism: 64, Instances: specs})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -80,7 +87,7 @@ func benchNode(b *testing.B, st store.Store, reg *step.Registry, slots int) *act
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if d, err := st.GetInstance(ctx, "bench-runtime-1"); err == nil && d.CanAcceptRun {
+		if d, err := st.GetInstance(ctx, fmt.Sprintf("bench-runtime-%d", count)); err == nil && d.CanAcceptRun {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -260,12 +267,16 @@ func BenchmarkInFlightMemory(b *testing.B) {
 		}
 		deadline := time.Now().Add(8 * time.Minute)
 		for {
-			d, err := st.GetInstance(ctx, "bench-runtime-1")
-			if err == nil && int(d.RunningRunCount) >= count*b.N {
+			list, err := st.ListInstances(ctx)
+			running := 0
+			for _, d := range list {
+				running += int(d.RunningRunCount)
+			}
+			if err == nil && running >= count*b.N {
 				break
 			}
 			if time.Now().After(deadline) {
-				b.Fatalf("only %v executions running", d.GetRunningRunCount())
+				b.Fatalf("only %d executions running", running)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}

@@ -301,7 +301,8 @@ func (x *execution) onLoaded(c actor.Context, m *execLoaded) {
 			x.fenced(c, m.err)
 			return
 		}
-		s.env.log.Warn("execution load failed; retrying", zap.String("shared_run_id", s.req.SharedRunId), zap.Error(m.err))
+		s.env.log.Warn("execution load failed; retrying", zap.String("tenant_id", s.req.GetSnapshot().GetTenantId()),
+			zap.String("shared_run_id", s.req.SharedRunId), zap.Error(m.err))
 		x.after(c, time.Second, &execReload{inc: x.inc})
 		return
 	}

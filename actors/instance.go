@@ -105,7 +105,8 @@ func (in *instance) Receive(c actor.Context) {
 			if !in.stopping {
 				// The supervisor gave up on a crashing execution: fail its run, fenced by the
 				// execution's epoch so a node that lost the run cannot touch it.
-				in.env.log.Error("execution stopped by its supervisor", zap.String("shared_run_id", r.req.SharedRunId))
+				in.env.log.Error("execution stopped by its supervisor", zap.String("tenant_id", r.req.GetSnapshot().GetTenantId()),
+					zap.String("shared_run_id", r.req.SharedRunId))
 				failExecution(in.env, r.seed, "execution-crashed")
 			}
 			in.finished(c, m.localRunID, "crashed")
@@ -310,7 +311,7 @@ func failExecution(e *env, seed *execSeed, reason string) {
 			}
 			return nil
 		}); err != nil {
-			e.log.Warn("fail run", zap.String("shared_run_id", req.SharedRunId), zap.Error(err))
+			e.log.Warn("fail run", zap.String("tenant_id", req.GetSnapshot().GetTenantId()), zap.String("shared_run_id", req.SharedRunId), zap.Error(err))
 			return
 		}
 		if changed {

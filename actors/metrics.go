@@ -98,15 +98,31 @@ func (m *Metrics) queue(pending, claimed int64) {
 	}
 }
 
+// capacity sets the per-instance capacity gauges from a published descriptor.
 func (m *Metrics) capacity(d *messages.CapacityDescriptor) {
 	if m == nil {
 		return
 	}
 	id := d.RuntimeInstanceId
-	m.instanceGauge.WithLabelValues(id, "available_run_slots").Set(float64(d.AvailableRunSlots))
-	m.instanceGauge.WithLabelValues(id, "available_worker_count").Set(float64(d.AvailableWorkerCount))
-	m.instanceGauge.WithLabelValues(id, "running_run_count").Set(float64(d.RunningRunCount))
-	m.instanceGauge.WithLabelValues(id, "queued_run_count").Set(float64(d.QueuedRunCount))
+	accept := 0.0
+	if d.CanAcceptRun {
+		accept = 1
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{
+		{"max_concurrent_runs", float64(d.MaxConcurrentRuns)},
+		{"available_run_slots", float64(d.AvailableRunSlots)},
+		{"worker_count", float64(d.WorkerCount)},
+		{"available_worker_count", float64(d.AvailableWorkerCount)},
+		{"running_run_count", float64(d.RunningRunCount)},
+		{"queued_run_count", float64(d.QueuedRunCount)},
+		{"queue_capacity", float64(d.QueueCapacity)},
+		{"can_accept_run", accept},
+	} {
+		m.instanceGauge.WithLabelValues(id, f.name).Set(f.v)
+	}
 }
 
 func (m *Metrics) dropInstance(id string) {

@@ -18,6 +18,7 @@ import (
 type publisher struct {
 	st        store.Store
 	log       *zap.Logger
+	metrics   *Metrics
 	ttl       time.Duration
 	resTTL    time.Duration
 	flushEach time.Duration
@@ -36,8 +37,10 @@ type pubState struct {
 	runs []string
 }
 
-func newPublisher(st store.Store, log *zap.Logger, ttl, resTTL time.Duration) *publisher {
-	p := &publisher{st: st, log: log, ttl: ttl, resTTL: resTTL, flushEach: 10 * time.Millisecond,
+// newPublisher starts the publisher's goroutine. metrics (nil-safe) receives each published
+// descriptor as the per-instance capacity gauges, and drops an instance's gauges on removal.
+func newPublisher(st store.Store, log *zap.Logger, metrics *Metrics, ttl, resTTL time.Duration) *publisher {
+	p := &publisher{st: st, log: log, metrics: metrics, ttl: ttl, resTTL: resTTL, flushEach: 10 * time.Millisecond,
 		pending: map[string]pubState{}, removed: map[string]bool{}, wake: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go p.loop()
@@ -95,6 +98,7 @@ func (p *publisher) flush() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for id, s := range pending {
+		p.metrics.capacity(s.d)
 		if err := p.st.PutInstance(ctx, s.d, p.ttl); err != nil {
 			p.log.Warn("publish capacity", zap.String("runtime_instance_id", id), zap.Error(err))
 			p.retry(id, s)
@@ -107,6 +111,7 @@ func (p *publisher) flush() {
 		}
 	}
 	for id := range removed {
+		p.metrics.dropInstance(id)
 		if err := p.st.DeleteInstance(ctx, id); err != nil {
 			p.log.Warn("unregister instance", zap.String("runtime_instance_id", id), zap.Error(err))
 		}

@@ -117,7 +117,7 @@ func (c *core) recoverRound(ctx context.Context, repair bool) error {
 				continue
 			}
 			if err := c.recoverRun(ctx, r, "runtime-instance-lost"); err != nil {
-				e.log.Warn("recover run", zap.String("shared_run_id", r.SharedRunId), zap.Error(err))
+				e.log.Warn("recover run", zap.String("tenant_id", r.TenantId), zap.String("shared_run_id", r.SharedRunId), zap.Error(err))
 			}
 		}
 	}
@@ -164,7 +164,7 @@ func (c *core) recoverRun(ctx context.Context, r *messages.SharedRun, reason str
 	e.ledger(ctx, &messages.LedgerEntry{Kind: messages.KindRecovery, SharedRunId: r.SharedRunId, ExecutionId: r.ExecutionId,
 		RuntimeInstanceId: lost, Epoch: epoch, TenantId: r.GetSnapshot().GetTenantId(), Reason: reason,
 		Data: mustJSON(map[string]any{"lost_runtime_instance_id": lost, "fenced_epoch": epoch})})
-	e.log.Info("run requeued for recovery", zap.String("shared_run_id", r.SharedRunId), zap.String("execution_id", r.ExecutionId),
+	e.log.Info("run requeued for recovery", zap.String("tenant_id", r.TenantId), zap.String("shared_run_id", r.SharedRunId), zap.String("execution_id", r.ExecutionId),
 		zap.String("lost_runtime_instance_id", lost), zap.Int64("epoch", epoch))
 	if c.wakePump != nil {
 		c.wakePump()

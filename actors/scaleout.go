@@ -12,10 +12,22 @@ import (
 	"github.com/dairuntime/dair/messages"
 )
 
-// scaleOutSupervisor owns one scaleOutRequest actor per unfinished durable request. On start it
-// reloads every pending or provisioning request from the store, so a control plane restarted
-// mid scale-out still finishes it.
-type scaleOutSupervisor struct{ core *core }
+// scaleOutSupervisor owns one scaleOutRequest actor per unfinished durable request. On start,
+// and every scaleOutReloadInterval, it reloads every pending or provisioning request from the
+// store, so a request whose control plane died mid scale-out is taken over once that control
+// plane's lease on it expires.
+type scaleOutSupervisor struct {
+	core   *core
+	cancel func() // stops the reload ticker
+}
+
+// Lease timings of scale-out requests: the owner holds "scaleout/<id>" for scaleOutLeaseTTL and
+// renews it every third of that while it works, so a crashed owner blocks the request for at
+// most scaleOutLeaseTTL; other control planes retry every scaleOutReloadInterval.
+const (
+	scaleOutLeaseTTL       = 6 * time.Second
+	scaleOutReloadInterval = 2 * time.Second
+)
 
 // Supervisor strategy for scale-out request actors: restart up to 3 times a minute (the
 // request's durable status tells the new actor where to continue), then stop; the periodic
@@ -27,8 +39,28 @@ type scaleOutReload struct{}
 
 func (s *scaleOutSupervisor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
+	case *actor.Stopping, *actor.Restarting:
+		if s.cancel != nil {
+			s.cancel()
+			s.cancel = nil
+		}
 	case *actor.Started, *scaleOutReload:
 		self, sys, st := c.Self(), s.core.env.system, s.core.env.st
+		if s.cancel == nil {
+			tk := time.NewTicker(scaleOutReloadInterval)
+			done := make(chan struct{})
+			go func() {
+				for {
+					select {
+					case <-tk.C:
+						sys.Root.Send(self, &scaleOutReload{})
+					case <-done:
+						return
+					}
+				}
+			}()
+			s.cancel = func() { tk.Stop(); close(done) }
+		}
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -88,14 +120,16 @@ func (r *scaleOutRequest) Receive(c actor.Context) {
 func (c *core) processScaleOut(ctx context.Context, id string) error {
 	e := c.env
 	lease := "scaleout/" + id
-	ok, err := e.st.AcquireLease(ctx, lease, e.incarnation, 2*time.Minute)
+	ok, err := e.st.AcquireLease(ctx, lease, e.incarnation, scaleOutLeaseTTL)
 	if err != nil {
 		return fmt.Errorf("lease %s: %w", lease, err)
 	}
 	if !ok {
 		return nil
 	}
+	stopRenew := c.renewLease(lease, scaleOutLeaseTTL)
 	defer func() {
+		stopRenew()
 		if err := e.st.ReleaseLease(context.Background(), lease, e.incarnation); err != nil {
 			e.log.Warn("release lease", zap.String("lease", lease), zap.Error(err))
 		}
@@ -141,4 +175,33 @@ func (c *core) processScaleOut(ctx context.Context, id string) error {
 	// capacity; on failure admission decides again (queue, another scale-out, or reject).
 	_, err = c.requeueScope(ctx, req.Settings, id, kind, reason)
 	return err
+}
+
+// renewLease keeps lease held by this incarnation, renewing it every ttl/3 until the returned
+// function is called (which waits for the renewing goroutine to end).
+func (c *core) renewLease(lease string, ttl time.Duration) (stop func()) {
+	e := c.env
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		tk := time.NewTicker(ttl / 3)
+		defer tk.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tk.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), ttl/3)
+			ok, err := e.st.AcquireLease(ctx, lease, e.incarnation, ttl)
+			cancel()
+			if err != nil || !ok {
+				e.log.Warn("renew lease", zap.String("lease", lease), zap.Bool("held", ok), zap.Error(err))
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-exited
+	}
 }

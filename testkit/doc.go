@@ -13,4 +13,15 @@
 //		client := redis.NewClient(&redis.Options{Addr: r.Addr()})
 //		// ... use Redis; r.Kill() and r.Restart() inject faults.
 //	}
+//
+// A cluster of `dair node` processes on that Redis (the binary is built by the test, e.g. in
+// TestMain):
+//
+//	pc := testkit.StartProcessCluster(t, testkit.ProcessClusterOptions{Binary: bin, N: 3, RedisURL: r.URL()})
+//	pc.WaitTopology(3)
+//	n := pc.Node(1)
+//	n.Kill()      // kill -9; n.Restart() brings it back on the same addresses
+//	n.Stop()      // SIGSTOP; n.Cont() resumes it
+//	n.Partition() // cut off its membership transport; n.Heal() restores it
+//	ledgers, err := pc.Ledgers(ctx, runID) // each reachable node's view of a run's ledger
 package testkit

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,21 +18,13 @@ import (
 	"github.com/dairuntime/dair/testkit"
 )
 
-// clusterNode is one `dair node` process of a test cluster.
-type clusterNode struct {
-	*devNode
-	id   string
-	bind string
-}
-
-func startClusterNode(t *testing.T, storeURL, id, join string) *clusterNode {
+// startCluster starts n `dair node` processes (every role, tuned failure detection) on r
+// through the testkit harness and waits until they all see each other.
+func startCluster(t *testing.T, r *testkit.Redis, n int) *testkit.ProcessCluster {
 	t.Helper()
-	bind := freeAddr(t)
-	args := []string{"node", "--store", storeURL, "--node-id", id, "--bind", bind, "--cluster-profile", "local"}
-	if join != "" {
-		args = append(args, "--join", join)
-	}
-	return &clusterNode{devNode: startServe(t, args...), id: id, bind: bind}
+	pc := testkit.StartProcessCluster(t, testkit.ProcessClusterOptions{Binary: dairBin, N: n, RedisURL: r.URL()})
+	pc.WaitTopology(n)
+	return pc
 }
 
 func tenantOf(ts *messages.TenantSettings) api.Tenant {
@@ -70,11 +61,9 @@ func TestCluster_killNodeWithMostExecutions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
-	n1 := startClusterNode(t, r.URL(), "n1", "")
-	n2 := startClusterNode(t, r.URL(), "n2", n1.bind)
-	n3 := startClusterNode(t, r.URL(), "n3", n1.bind)
-	nodes := []*clusterNode{n1, n2, n3}
-	c := client.New(n1.url, "")
+	pc := startCluster(t, r, 3)
+	nodes := pc.Nodes()
+	c := pc.Node(0).Client()
 	for _, ts := range tenancy.SeedTenants() {
 		_, err := c.PutTenant(ctx, tenantOf(ts))
 		require.NoError(t, err)
@@ -88,36 +77,22 @@ func TestCluster_killNodeWithMostExecutions(t *testing.T) {
 	for i := 0; i < 150; i++ {
 		tenant := tenants[i%3]
 		node := nodes[i%3]
-		s, err := client.New(node.url, "").Submit(ctx, api.SubmitRequest{Pipeline: "crashy", TenantID: tenant})
+		s, err := node.Client().Submit(ctx, api.SubmitRequest{Pipeline: "crashy", TenantID: tenant})
 		require.NoError(t, err)
 		subs = append(subs, sub{s.SharedRunID, tenant})
 	}
 
 	// Wait until the cluster is busy, then kill the node holding the most executions.
-	var victim *clusterNode
+	var victim *testkit.ProcessNode
 	testkit.Eventually(t, 60*time.Second, 50*time.Millisecond, func() bool {
-		list, err := c.ListInstances(ctx, "")
-		if err != nil {
-			return false
-		}
-		load := map[string]int32{}
-		total := int32(0)
-		for _, in := range list.Instances {
-			load[in.HostID] += in.RunningRunCount
-			total += in.RunningRunCount
-		}
-		best := int32(0)
-		for _, n := range nodes {
-			if load[n.id] > best {
-				best, victim = load[n.id], n
-			}
-		}
-		return total >= 10 && best > 0
+		b, total := busiest(ctx, c, nodes)
+		victim = b
+		return total >= 10
 	}, "cluster busy")
 	st, err := redisstore.Open(ctx, redisstore.Options{URL: r.URL()})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, st.Close()) }()
-	victim.kill(t)
+	victim.Kill()
 	killedAt := time.Now()
 	// Read what has committed first, then the call counts: every step in the committed set was
 	// invoked before the counts were taken, so any later call of it is a second invocation.
@@ -139,11 +114,7 @@ func TestCluster_killNodeWithMostExecutions(t *testing.T) {
 		}
 	}
 	callsAtKill := cs.snapshot()
-	survivor := n1
-	if victim == n1 {
-		survivor = n2
-	}
-	c = client.New(survivor.url, "")
+	c = pc.Reachable()[0].Client()
 	var mu sync.Mutex
 	done := map[string]*api.Run{}
 	testkit.Eventually(t, 3*time.Minute, 200*time.Millisecond, func() bool {
@@ -165,13 +136,6 @@ func TestCluster_killNodeWithMostExecutions(t *testing.T) {
 		return true
 	}, "every run finished")
 	t.Logf("all runs finished %s after the kill", time.Since(killedAt).Round(time.Millisecond))
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, n := range nodes {
-				t.Logf("%s log:\n%s", n.id, n.logs.String())
-			}
-		}
-	})
 
 	recovered := 0
 	for _, s := range subs {
@@ -203,16 +167,11 @@ func TestCluster_killNodeWithMostExecutions(t *testing.T) {
 	for key := range committed {
 		require.Equal(t, callsAtKill[key], after[key], "step %s had committed before the kill and was invoked again", key)
 	}
-	t.Logf("killed %s; %d recovery entries; %d steps committed before the kill", victim.id, recovered, len(committed))
-}
-
-func (n *devNode) signal(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	require.NoError(t, n.cmd.Process.Signal(sig))
+	t.Logf("killed %s; %d recovery entries; %d steps committed before the kill", victim.ID(), recovered, len(committed))
 }
 
 // busiest returns the node whose instances run the most runs, and the total running.
-func busiest(ctx context.Context, c *client.Client, nodes []*clusterNode) (*clusterNode, int32) {
+func busiest(ctx context.Context, c *client.Client, nodes []*testkit.ProcessNode) (*testkit.ProcessNode, int32) {
 	list, err := c.ListInstances(ctx, "")
 	if err != nil {
 		return nil, 0
@@ -223,9 +182,9 @@ func busiest(ctx context.Context, c *client.Client, nodes []*clusterNode) (*clus
 		load[in.HostID] += in.RunningRunCount
 		total += in.RunningRunCount
 	}
-	var best *clusterNode
+	var best *testkit.ProcessNode
 	for _, n := range nodes {
-		if best == nil || load[n.id] > load[best.id] {
+		if best == nil || load[n.ID()] > load[best.ID()] {
 			best = n
 		}
 	}
@@ -269,18 +228,9 @@ func TestCluster_pausedNodeIsFencedAndRejoins(t *testing.T) {
 	cs := newCountingServer(t, 40*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	n1 := startClusterNode(t, r.URL(), "n1", "")
-	n2 := startClusterNode(t, r.URL(), "n2", n1.bind)
-	n3 := startClusterNode(t, r.URL(), "n3", n1.bind)
-	nodes := []*clusterNode{n1, n2, n3}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, n := range nodes {
-				t.Logf("%s log:\n%s", n.id, n.logs.String())
-			}
-		}
-	})
-	c := client.New(n1.url, "")
+	pc := startCluster(t, r, 3)
+	nodes := pc.Nodes()
+	c := pc.Node(0).Client()
 	_, err := c.PutTenant(ctx, acmeTenant())
 	require.NoError(t, err)
 	_, err = c.PutPipeline(ctx, "crashy", []byte(httpChain(cs.URL, 20)))
@@ -291,16 +241,14 @@ func TestCluster_pausedNodeIsFencedAndRejoins(t *testing.T) {
 		require.NoError(t, err)
 		ids = append(ids, s.SharedRunID)
 	}
-	var victim *clusterNode
+	var victim *testkit.ProcessNode
 	testkit.Eventually(t, 60*time.Second, 50*time.Millisecond, func() bool {
 		b, total := busiest(ctx, c, nodes)
 		victim = b
 		return total >= 10
 	}, "cluster busy")
-	if victim == n1 {
-		c = client.New(n2.url, "")
-	}
-	victim.signal(t, syscall.SIGSTOP)
+	victim.Stop()
+	c = pc.Reachable()[0].Client()
 	// The survivors declare it dead: its instances leave the registry.
 	testkit.Eventually(t, 30*time.Second, 50*time.Millisecond, func() bool {
 		list, err := c.ListInstances(ctx, "")
@@ -308,7 +256,7 @@ func TestCluster_pausedNodeIsFencedAndRejoins(t *testing.T) {
 			return false
 		}
 		for _, in := range list.Instances {
-			if in.HostID == victim.id {
+			if in.HostID == victim.ID() {
 				return false
 			}
 		}
@@ -317,13 +265,13 @@ func TestCluster_pausedNodeIsFencedAndRejoins(t *testing.T) {
 	// Keep it paused past the failure timeout: the survivors' membership reports it lost.
 	testkit.Eventually(t, 30*time.Second, 50*time.Millisecond, func() bool {
 		for _, n := range nodes {
-			if n != victim && strings.Contains(n.logs.String(), "cluster member lost") {
+			if n != victim && strings.Contains(n.Logs(), "cluster member lost") {
 				return true
 			}
 		}
 		return false
 	}, "membership declared the paused node lost")
-	victim.signal(t, syscall.SIGCONT)
+	victim.Cont()
 	done := waitAll(t, ctx, c, ids, 2*time.Minute)
 	for _, id := range ids {
 		run := done[id]
@@ -343,11 +291,12 @@ func TestCluster_pausedNodeIsFencedAndRejoins(t *testing.T) {
 	}
 	// The resumed node learns it was declared dead and comes back under a new member id.
 	testkit.Eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
-		return strings.Contains(victim.logs.String(), "restarting under a new member id")
+		return strings.Contains(victim.Logs(), "restarting under a new member id")
 	}, "paused node restarted under a new member id")
 	testkit.Eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
-		return client.New(victim.url, "").Ready(ctx) == nil
+		return victim.Client().Ready(ctx) == nil
 	}, "restarted node ready")
+	pc.WaitTopology(3)
 }
 
 // TestCluster_killedNodeRejoinsAndGetsWork: a node killed and restarted on the same address
@@ -360,13 +309,13 @@ func TestCluster_killedNodeRejoinsAndGetsWork(t *testing.T) {
 	r := testkit.StartRedis(t, testkit.RedisOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	n1 := startClusterNode(t, r.URL(), "n1", "")
-	n2 := startClusterNode(t, r.URL(), "n2", n1.bind)
-	c := client.New(n1.url, "")
+	pc := startCluster(t, r, 2)
+	c := pc.Node(0).Client()
 	_, err := c.PutPipeline(ctx, "hello", []byte(helloPipeline))
 	require.NoError(t, err)
-	n2.kill(t)
-	n2 = startClusterNode(t, r.URL(), "n2", n1.bind)
+	pc.Node(1).Kill()
+	pc.Node(1).Restart()
+	pc.WaitTopology(2)
 	// New tenants scale out onto the least-loaded runtime member: the restarted node.
 	var ids []string
 	for i := 0; i < 3; i++ {
@@ -395,4 +344,118 @@ func TestCluster_killedNodeRejoinsAndGetsWork(t *testing.T) {
 		}
 	}
 	require.Greater(t, got, 0, "the restarted node received no work (instances on n2: %v)", onN2)
+}
+
+// TestCluster_partitionedNodeRunsMoveAndItRejoins: the node holding the most executions is cut
+// off from the membership (the fault-injecting transport drops all its gossip): its instances
+// leave the registry, its runs move to the majority (recovery entries; they finish elsewhere)
+// and every run finishes with each step committed exactly once; once healed it is back in the
+// cluster under a new member id.
+func TestCluster_partitionedNodeRunsMoveAndItRejoins(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process cluster test")
+	}
+	testkit.RequireRedis(t)
+	r := testkit.StartRedis(t, testkit.RedisOptions{})
+	cs := newCountingServer(t, 200*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	pc := startCluster(t, r, 3)
+	nodes := pc.Nodes()
+	c := pc.Node(0).Client()
+	_, err := c.PutTenant(ctx, acmeTenant())
+	require.NoError(t, err)
+	_, err = c.PutPipeline(ctx, "crashy", []byte(httpChain(cs.URL, 20)))
+	require.NoError(t, err)
+	var ids []string
+	for i := 0; i < 30; i++ {
+		s, err := c.Submit(ctx, api.SubmitRequest{Pipeline: "crashy", TenantID: "acme"})
+		require.NoError(t, err)
+		ids = append(ids, s.SharedRunID)
+	}
+	var victim *testkit.ProcessNode
+	testkit.Eventually(t, 60*time.Second, 50*time.Millisecond, func() bool {
+		b, total := busiest(ctx, c, nodes)
+		victim = b
+		return total >= 10
+	}, "cluster busy")
+	memberBefore, err := victim.MemberID(ctx)
+	require.NoError(t, err)
+	// Which runs the victim holds now: they must move.
+	list, err := c.ListInstances(ctx, "")
+	require.NoError(t, err)
+	onVictim := map[string]bool{}
+	for _, in := range list.Instances {
+		if in.HostID == victim.ID() {
+			onVictim[in.RuntimeInstanceID] = true
+		}
+	}
+	held := map[string]bool{}
+	for _, id := range ids {
+		run, err := c.GetRun(ctx, id)
+		require.NoError(t, err)
+		if run.Status == messages.RunRunning && onVictim[run.AssignedRuntimeInstanceID] {
+			held[id] = true
+		}
+	}
+	victim.Partition()
+	c = pc.Reachable()[0].Client()
+	testkit.Eventually(t, 30*time.Second, 50*time.Millisecond, func() bool {
+		list, err := c.ListInstances(ctx, "")
+		if err != nil {
+			return false
+		}
+		for _, in := range list.Instances {
+			if in.HostID == victim.ID() {
+				return false
+			}
+		}
+		return true
+	}, "partitioned node's instances marked unsafe")
+	done := waitAll(t, ctx, c, ids, 2*time.Minute)
+	// Instance ids are reused by scale-out: where an instance lives now is in the registry.
+	list, err = c.ListInstances(ctx, "")
+	require.NoError(t, err)
+	hostOf := map[string]string{}
+	for _, in := range list.Instances {
+		hostOf[in.RuntimeInstanceID] = in.HostID
+	}
+	movedRuns := map[string]bool{}
+	for _, id := range ids {
+		run := done[id]
+		require.Equal(t, messages.RunSucceeded, run.Status, "run %s: %s", id, run.FailureReason)
+		ledgers, err := pc.Ledgers(ctx, id)
+		require.NoError(t, err)
+		for node, led := range ledgers {
+			succ := map[string]int{}
+			recovered := false
+			for _, e := range led.Entries {
+				switch e.Kind {
+				case messages.KindStepSucceeded:
+					succ[e.StepID]++
+				case messages.KindRecovery:
+					recovered = true
+				}
+			}
+			require.Len(t, succ, 20, "run %s seen by %s", id, node)
+			for step, k := range succ {
+				require.Equal(t, 1, k, "run %s step %s committed %d times (seen by %s)", id, step, k, node)
+			}
+			if held[id] && recovered {
+				require.NotEqual(t, victim.ID(), hostOf[run.AssignedRuntimeInstanceID], "run %s recovered but finished on the partitioned node", id)
+				movedRuns[id] = true
+			}
+		}
+	}
+	moved := len(movedRuns)
+	require.Greater(t, moved, 0, "the partitioned node held no run")
+	victim.Heal()
+	testkit.Eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
+		return strings.Contains(victim.Logs(), "restarting under a new member id")
+	}, "partitioned node restarted under a new member id")
+	pc.WaitTopology(3)
+	memberAfter, err := victim.MemberID(ctx)
+	require.NoError(t, err)
+	require.NotEqual(t, memberBefore, memberAfter, "the healed node kept its member id")
+	t.Logf("partitioned %s (member %s → %s); %d of its runs moved", victim.ID(), memberBefore, memberAfter, moved)
 }

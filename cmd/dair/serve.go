@@ -14,7 +14,7 @@ func addServingFlags(fs *pflag.FlagSet, o *server.Options, defaultAuth string) {
 	fs.StringVar(&o.JWTPublicKeyFile, "jwt-public-key-file", "", "RS256/ES256 PEM public key file (with --auth jwt)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&o.LogFormat, "log-format", "console", "log format: json or console")
-	fs.StringVar(&o.HostMode, "host-mode", server.HostFixture, "how scale-out creates runtime hosts: fixture, process or attach")
+	fs.StringVar(&o.HostMode, "host-mode", server.HostFixture, "how scale-out creates runtime hosts: fixture, process (child `dair node` processes; needs --store redis:// and --bind) or attach")
 	fs.StringVar(&o.PipelinesDir, "pipelines", "", "directory of pipeline files (*.yaml, *.yml, *.json) loaded at start")
 	fs.StringVar(&o.NodeID, "node-id", "", "node id (default: the host name)")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "bound of the graceful shutdown")
@@ -65,6 +65,15 @@ func newNodeCmd(a *app) *cobra.Command {
 	fs.IntVar(&o.ActorPort, "actor-port", 0, "actor remote port (0: chosen)")
 	fs.StringVar(&o.ClusterProfile, "cluster-profile", "lan", "failure detection: lan (memberlist defaults) or local (probe 250ms)")
 	fs.StringVar(&o.GossipKeyFile, "gossip-key-file", "", "memberlist encryption key file (16/24/32 bytes, raw or base64)")
+	fs.StringVar(&o.DataDir, "data", o.DataDir, "data directory (process host logs under DIR/hosts)")
+	fs.StringVar(&o.Instance, "instance", "", "runtime instance id to create at start (role runtime; how process hosts start)")
+	fs.StringVar(&o.InstanceSettings, "instance-settings", "", "tenant settings JSON of --instance (default: shared defaults)")
+	fs.StringVar(&o.InstanceScaleOutRequest, "instance-scale-out-request", "", "scale-out request id --instance fulfils")
+	fs.DurationVar(&o.HostStartDelay, "host-start-delay", 0, "TEST ONLY: delay every process host spawn")
+	fs.Lookup("host-start-delay").Hidden = true
+	fs.BoolVar(&o.FaultInjection, "fault-injection", false,
+		"TEST ONLY: wrap the membership transport for fault injection and serve POST /debug/partition and /debug/heal to loopback callers")
+	fs.Lookup("fault-injection").Hidden = true
 	addServingFlags(fs, &o, server.AuthNone)
 	return cmd
 }

@@ -55,7 +55,9 @@ func (s *server) runEvents(w http.ResponseWriter, r *http.Request) {
 }
 
 // stream writes the run's ledger entries with Seq > after as Server-Sent Events until the
-// terminal entry or until the client goes away. It blocks for the stream's lifetime.
+// terminal entry or until the client goes away. runID must be a shared run id (the ledger is
+// read straight from the store, without resolving execution ids). It blocks for the stream's
+// lifetime.
 func (s *server) stream(w http.ResponseWriter, r *http.Request, runID string, after int64) {
 	ctx := r.Context()
 	rc := http.NewResponseController(w)
@@ -86,7 +88,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, runID string, af
 	defer heartbeat.Stop()
 	var finalSince time.Time
 	for {
-		_, entries, err := s.node.Ledger(ctx, runID, after)
+		entries, err := s.node.Store().ReadLedger(ctx, runID, after, 0)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Warn("api: read ledger for stream", zap.String("shared_run_id", runID), zap.Error(err))

@@ -2,9 +2,11 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +15,7 @@ import (
 )
 
 // FuzzHandlers feeds random methods, paths and bodies to the handler and requires that it never
-// panics and answers bad input with a status below 500.
+// panics and answers bad input with a 4xx status and a JSON error body (checkFuzzAnswer).
 func FuzzHandlers(f *testing.F) {
 	n := startNodeF(f)
 	h := api.New(api.Config{Node: n, MaxBodyBytes: 64 << 10, SSEPoll: 20 * time.Millisecond})
@@ -61,10 +63,31 @@ func FuzzHandlers(f *testing.F) {
 		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
-		if rec.Code >= 500 {
-			t.Fatalf("%s %s %q = %d %s", method, path, body, rec.Code, rec.Body.String())
-		}
+		checkFuzzAnswer(t, method, u, body, rec)
 	})
+}
+
+// checkFuzzAnswer requires a 2xx answer or a 4xx answer with a JSON error body; a 3xx is
+// allowed only as the router's redirect of an unclean path (such as "//" or "/./").
+func checkFuzzAnswer(t *testing.T, method string, u *url.URL, body string, rec *httptest.ResponseRecorder) {
+	t.Helper()
+	switch {
+	case rec.Code >= 200 && rec.Code < 300:
+	case rec.Code >= 300 && rec.Code < 400:
+		if path.Clean(u.Path) == u.Path && u.Path != "" {
+			t.Fatalf("%s %s %q = %d redirect of a clean path", method, u, body, rec.Code)
+		}
+	case rec.Code >= 400 && rec.Code < 500:
+		if method == http.MethodHead {
+			return
+		}
+		var eb api.ErrorBody
+		if err := json.Unmarshal(rec.Body.Bytes(), &eb); err != nil || eb.Error.Code == "" || eb.Error.Message == "" {
+			t.Fatalf("%s %s %q = %d with body %q, want a JSON error body (%v)", method, u, body, rec.Code, rec.Body.String(), err)
+		}
+	default:
+		t.Fatalf("%s %s %q = %d %s, want 2xx or 4xx", method, u, body, rec.Code, rec.Body.String())
+	}
 }
 
 func validMethod(m string) bool {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -170,13 +171,20 @@ func (s *server) listRuns(w http.ResponseWriter, r *http.Request) {
 }
 
 // controlRun handles POST /v1/runs/{id}/cancel|pause|resume and answers the run after the
-// change; a run that is not running is a 409.
+// change; a run that is not running is a 409. Resuming a run of a suspended tenant is a 423
+// (it would start work for the tenant); pausing and cancelling stay allowed.
 func (s *server) controlRun(op string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		run, err := s.authorizedRun(r, r.PathValue("id"))
 		if err != nil {
 			s.fail(w, r, err)
 			return
+		}
+		if op == "resume_run" {
+			if err := s.requireActiveTenant(r, run.TenantId); err != nil {
+				s.fail(w, r, err)
+				return
+			}
 		}
 		run, err = s.node.ControlRun(r.Context(), run.SharedRunId, op)
 		if err != nil {
@@ -211,4 +219,16 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.stream(w, r, run.SharedRunId, after)
+}
+
+// requireActiveTenant returns a 423 error when tenantID is suspended.
+func (s *server) requireActiveTenant(r *http.Request, tenantID string) error {
+	t, err := s.node.GetTenant(r.Context(), tenantID)
+	if err != nil {
+		return err
+	}
+	if t.GetSuspended() {
+		return fmt.Errorf("api: resume run: %w: %s", actors.ErrTenantSuspended, tenantID)
+	}
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/cluster"
 	"github.com/dairuntime/dair/internal/auth"
 )
 
@@ -35,6 +36,9 @@ type Config struct {
 	Logger *zap.Logger
 	// Ready reports readiness for GET /readyz. Default: always ready.
 	Ready func() bool
+	// Cluster is the node's membership, listed by GET /v1/cluster/members. Default nil: the
+	// endpoint answers 404 (a single node).
+	Cluster *cluster.Membership
 }
 
 // DefaultTenant is the tenant of requests without one when auth is off.
@@ -81,28 +85,30 @@ func New(cfg Config) http.Handler {
 	v1("POST /v1/runs", s.submitRun)
 	v1("GET /v1/runs", s.listRuns)
 	v1("GET /v1/runs/{id}", s.getRun)
-	v1("POST /v1/runs/{id}/cancel", s.controlRun("cancel_run"))
-	v1("POST /v1/runs/{id}/pause", s.controlRun("pause_run"))
-	v1("POST /v1/runs/{id}/resume", s.controlRun("resume_run"))
+	v1("POST /v1/runs/{id}/cancel", s.emptyBody(s.controlRun("cancel_run")))
+	v1("POST /v1/runs/{id}/pause", s.emptyBody(s.controlRun("pause_run")))
+	v1("POST /v1/runs/{id}/resume", s.emptyBody(s.controlRun("resume_run")))
 	v1("GET /v1/runs/{id}/events", s.runEvents)
 	v1("POST /v1/sessions/{session_id}/invoke", s.invoke)
 
 	v1("GET /v1/instances", s.listInstances)
-	v1("POST /v1/instances/{id}/pause", s.controlInstance("pause_queue"))
-	v1("POST /v1/instances/{id}/resume", s.controlInstance("resume_queue"))
-	v1("POST /v1/instances/{id}/drain", s.controlInstance("drain_queue"))
-	v1("POST /v1/queue/drain", s.drainQueue)
+	v1("POST /v1/instances/{id}/pause", s.emptyBody(s.controlInstance("pause_queue")))
+	v1("POST /v1/instances/{id}/resume", s.emptyBody(s.controlInstance("resume_queue")))
+	v1("POST /v1/instances/{id}/drain", s.emptyBody(s.controlInstance("drain_queue")))
+	v1("POST /v1/queue/drain", s.emptyBody(s.drainQueue))
 
 	v1("GET /v1/tenants", s.listTenants)
 	v1("GET /v1/tenants/{id}", s.getTenant)
 	v1("PUT /v1/tenants/{id}", s.putTenant)
-	v1("POST /v1/tenants/{id}/suspend", s.suspendTenant(true))
-	v1("POST /v1/tenants/{id}/resume", s.suspendTenant(false))
+	v1("POST /v1/tenants/{id}/suspend", s.emptyBody(s.suspendTenant(true)))
+	v1("POST /v1/tenants/{id}/resume", s.emptyBody(s.suspendTenant(false)))
 	v1("GET /v1/tenants/{id}/usage", s.usage)
 
 	v1("GET /v1/executions/{id}/ledger", s.ledger)
 	v1("GET /v1/executions/{id}/trace", s.trace)
-	v1("POST /v1/executions/{id}/replay", s.replay)
+	v1("POST /v1/executions/{id}/replay", s.emptyBody(s.replay))
+
+	v1("GET /v1/cluster/members", s.listMembers)
 
 	v1("PUT /v1/pipelines/{key}", s.putPipeline)
 	v1("GET /v1/pipelines", s.listPipelines)
@@ -181,6 +187,19 @@ func (s *server) limitBody(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// emptyBody wraps the handler of a request that takes no body: an empty body or an empty JSON
+// object passes; malformed JSON or any field is a 400, like the bodies of other requests.
+func (s *server) emptyBody(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var none struct{}
+		if err := decodeJSON(r, &none, true); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		next(w, r)
+	}
 }
 
 // writeJSON writes v as the JSON answer with status code.

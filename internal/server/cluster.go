@@ -44,17 +44,46 @@ func (s *swapHandler) set(h http.Handler) { s.h.Store(&h) }
 // partitioned or paused past the failure timeout; its runs have moved under newer epochs), the
 // node stops its runtime instances, leaves, and starts again under a new actor system id:
 // protoactor blocks a departed member id forever, so the old id cannot rejoin.
-func runCluster(ctx context.Context, opts Options, log *zap.Logger, st store.Store, verifier auth.Verifier) error {
+func runCluster(ctx context.Context, opts Options, log *zap.Logger, st store.Store, verifier auth.Verifier) (err error) {
 	keyring, err := loadKeyring(opts.GossipKeyFile)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidOptions, err)
 	}
+	specs, err := opts.instanceSpecs()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidOptions, err)
+	}
+	// Process hosts outlive a restart under a new member id; they stop with the process.
+	hs, err := newHosts(opts, log, st)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if herr := hs.stop(opts.ShutdownTimeout); herr != nil {
+			err = errors.Join(err, herr)
+		}
+	}()
 	var ready atomic.Bool
 	h := &swapHandler{}
+	var handler http.Handler = h
+	var ff *faults
+	if opts.FaultInjection {
+		ff = &faults{}
+		handler = ff.wrap(h)
+		log.Warn("fault injection enabled: POST /debug/partition and /debug/heal cut this node off (tests only)")
+	}
 	start := func() (*member, error) {
+		ccfg := cluster.Config{NodeID: opts.NodeID, BindAddr: opts.BindAddr, Join: opts.Join,
+			Profile: cluster.Profile(opts.ClusterProfile), Roles: opts.Roles, ActorPort: opts.ActorPort, Keyring: keyring, Logger: log}
+		if ff != nil {
+			ft, err := ff.newTransport(opts.BindAddr)
+			if err != nil {
+				return nil, err
+			}
+			ccfg.Transport = ft
+		}
 		sys := actor.NewActorSystem(actor.WithLoggerFactory(logging.ActorLoggerFactory(log)))
-		m, err := cluster.Start(ctx, sys, cluster.Config{NodeID: opts.NodeID, BindAddr: opts.BindAddr, Join: opts.Join,
-			Profile: cluster.Profile(opts.ClusterProfile), Roles: opts.Roles, ActorPort: opts.ActorPort, Keyring: keyring, Logger: log})
+		m, err := cluster.Start(ctx, sys, ccfg)
 		if err != nil {
 			sys.Shutdown()
 			return nil, fmt.Errorf("server: join cluster: %w", err)
@@ -62,7 +91,8 @@ func runCluster(ctx context.Context, opts Options, log *zap.Logger, st store.Sto
 		mb := &member{system: sys, m: m, dead: make(chan struct{})}
 		var once sync.Once
 		cfg := actors.Config{NodeID: opts.NodeID, Store: st, Roles: opts.Roles, Logger: log, System: sys, Cluster: m,
-			OnDeclaredDead: func() { once.Do(func() { close(mb.dead) }) }}
+			OnDeclaredDead: func() { once.Do(func() { close(mb.dead) }) }, Instances: specs}
+		hs.configure(&cfg, sys, m, st)
 		if opts.ClusterProfile == string(cluster.ProfileLocal) {
 			cfg.HeartbeatInterval, cfg.HeartbeatTTL, cfg.RecoveryInterval = 250*time.Millisecond, 1500*time.Millisecond, 250*time.Millisecond
 		}
@@ -75,8 +105,9 @@ func runCluster(ctx context.Context, opts Options, log *zap.Logger, st store.Sto
 			return nil, fmt.Errorf("server: start node: %w", err)
 		}
 		mb.node = node
+		hs.started(node, log)
 		h.set(api.New(api.Config{Node: node, Auth: verifier, MaxBodyBytes: opts.MaxBodyBytes, SSEHeartbeat: opts.SSEHeartbeat,
-			Logger: log, Ready: ready.Load}))
+			Logger: log, Ready: ready.Load, Cluster: m}))
 		log.Info("cluster member started", zap.String("member", sys.ID), zap.String("actor_address", sys.Address()))
 		return mb, nil
 	}
@@ -102,7 +133,7 @@ func runCluster(ctx context.Context, opts Options, log *zap.Logger, st store.Sto
 	sctx, cancelServe := context.WithCancel(ctx)
 	defer cancelServe()
 	served := make(chan error, 1)
-	go func() { served <- serve(sctx, opts, log, h, &ready, opts.NodeID) }()
+	go func() { served <- serve(sctx, opts, log, handler, &ready, opts.NodeID) }()
 	for {
 		select {
 		case err := <-served:

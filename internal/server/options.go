@@ -43,7 +43,8 @@ type Options struct {
 	NodeID string
 	// StoreURL is bolt://PATH or redis://HOST:PORT/DB. Default bolt://DataDir/dair.db.
 	StoreURL string
-	// DataDir holds the embedded store when StoreURL is empty. Default ./.dair.
+	// DataDir holds the embedded store when StoreURL is empty, and the logs of process hosts
+	// (DataDir/hosts/host-<instance>.log). Default ./.dair.
 	DataDir string
 	// HTTPAddr is the API listen address. Default 127.0.0.1:8080; port 0 picks a free port.
 	HTTPAddr string
@@ -63,8 +64,21 @@ type Options struct {
 	LogFormat string
 	// LogOutput receives the logs. Default os.Stderr.
 	LogOutput io.Writer
-	// HostMode is fixture, process or attach. Default fixture; only fixture is implemented.
+	// HostMode is how scale-out creates runtime hosts: fixture (in-process), process (one
+	// `dair node --roles runtime` child per instance; needs a redis store, cluster mode and the
+	// control-plane role) or attach (externally managed runtime nodes join the cluster; needs
+	// cluster mode). Default fixture. kubernetes is rejected as not implemented in this build.
 	HostMode string
+	// HostBinary is the dair executable spawned in process host mode. Default: this executable.
+	HostBinary string
+	// HostStartDelay delays every process host spawn (tests only: it widens the window in
+	// which a scale-out request is Provisioning). Default 0.
+	HostStartDelay time.Duration
+	// Instance, when set, is a runtime instance the node creates at start (role runtime), with
+	// InstanceSettings: the JSON of a messages.TenantSettings (protobuf JSON names; default: the
+	// shared defaults). Process hosts are started this way. InstanceScaleOutRequest names the
+	// scale-out request it fulfils (published in its descriptor metadata). Optional.
+	Instance, InstanceSettings, InstanceScaleOutRequest string
 	// BindAddr is the membership address HOST:PORT. Default: none (single node).
 	BindAddr string
 	// Join lists membership seeds HOST:PORT. Joining requires a shared (Redis) store.
@@ -75,6 +89,11 @@ type Options struct {
 	// (tuned for one host or a fast LAN: probe 250 ms; the engine's heartbeat and recovery
 	// timings follow). Default lan.
 	ClusterProfile string
+	// FaultInjection (tests only) wraps the membership transport in a cluster.FaultTransport
+	// and serves POST /debug/partition and POST /debug/heal to loopback callers, so a test can
+	// cut the node off from the cluster and heal it. Never enable it in production. Default
+	// false.
+	FaultInjection bool
 	// GossipKeyFile holds a memberlist encryption key (16, 24 or 32 bytes, raw or base64).
 	// Optional.
 	GossipKeyFile string
@@ -178,12 +197,8 @@ func (o Options) Validate() error {
 	if err := (logging.Config{Level: o.LogLevel, Format: o.LogFormat}).Validate(); err != nil {
 		return bad("%v", err)
 	}
-	switch o.HostMode {
-	case HostFixture:
-	case HostProcess, HostAttach:
-		return bad("host mode %q is not supported yet (use fixture)", o.HostMode)
-	default:
-		return bad("unknown host mode %q (want fixture, process or attach)", o.HostMode)
+	if err := o.validateHosts(scheme); err != nil {
+		return bad("%v", err)
 	}
 	host, _, err := net.SplitHostPort(o.HTTPAddr)
 	if err != nil {

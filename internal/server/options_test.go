@@ -37,7 +37,21 @@ func TestOptions_Validate_cases(t *testing.T) {
 		{"redis without host", func(o *Options) { o.StoreURL = "redis:///0" }, "missing host"},
 		{"bad log level", func(o *Options) { o.LogLevel = "loud" }, "unknown level"},
 		{"bad log format", func(o *Options) { o.LogFormat = "xml" }, "unknown format"},
-		{"host mode process", func(o *Options) { o.HostMode = HostProcess }, "not supported yet"},
+		{"host mode process without redis", func(o *Options) { o.HostMode = HostProcess }, "needs a redis store"},
+		{"host mode process", func(o *Options) {
+			o.HostMode, o.StoreURL, o.BindAddr = HostProcess, "redis://127.0.0.1:6379/0", "127.0.0.1:0"
+		}, ""},
+		{"host mode process without control plane", func(o *Options) {
+			o.HostMode, o.StoreURL, o.BindAddr, o.Roles = HostProcess, "redis://127.0.0.1:6379/0", "127.0.0.1:0", []string{"runtime"}
+		}, "control-plane role"},
+		{"host mode attach single node", func(o *Options) { o.HostMode = HostAttach }, "needs cluster mode"},
+		{"host mode kubernetes", func(o *Options) { o.HostMode = HostKubernetes }, "not implemented in this build"},
+		{"instance settings", func(o *Options) {
+			o.Instance, o.InstanceSettings = "tenant-a-runtime-1", `{"tenantId":"tenant-a","isolationMode":"dedicated","runtimeInstanceIdPrefix":"tenant-a-runtime"}`
+		}, ""},
+		{"instance bad settings", func(o *Options) { o.Instance, o.InstanceSettings = "x-1", "{bad" }, "--instance-settings"},
+		{"instance settings without instance", func(o *Options) { o.InstanceSettings = "{}" }, "need --instance"},
+		{"instance without runtime role", func(o *Options) { o.Instance, o.Roles = "x-1", []string{"control-plane"} }, "runtime role"},
 		{"host mode unknown", func(o *Options) { o.HostMode = "k8s" }, "unknown host mode"},
 		{"join with bolt", func(o *Options) { o.Join = []string{"127.0.0.1:7946"} }, "a file store cannot be shared"},
 		{"join with redis", func(o *Options) {

@@ -68,8 +68,13 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if opts.clustered() {
 		return runCluster(ctx, opts, log, st, verifier)
 	}
+	specs, err := opts.instanceSpecs()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidOptions, err)
+	}
 	node, err := actors.Start(ctx, actors.Config{
 		NodeID: opts.NodeID, Store: st, Roles: opts.Roles, Logger: log, ActorLogger: logging.ActorLoggerFactory(log),
+		Instances: specs,
 	})
 	if err != nil {
 		return fmt.Errorf("server: start node: %w", err)

@@ -1,0 +1,318 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/internal/api"
+	"github.com/dairuntime/dair/internal/client"
+	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/internal/store/redisstore"
+	"github.com/dairuntime/dair/messages"
+	"github.com/dairuntime/dair/testkit"
+)
+
+// holdPipeline keeps an execution in flight: a quick step, then a ten-minute sleep.
+const holdPipeline = `key: hold
+steps:
+  - id: hello
+    uses: echo
+    with: {value: "hi"}
+  - id: nap
+    uses: sleep
+    needs: [hello]
+    with: {duration: 10m}
+`
+
+const echoPipeline = `key: one
+steps:
+  - id: hello
+    uses: echo
+    with: {value: "hi"}
+`
+
+// recoveryInFlight is how many executions a recovery trial submits; the kill comes once
+// recoveryReady of them run.
+const (
+	recoveryInFlight = 1000
+	recoveryReady    = 980
+)
+
+// BenchmarkClusterRecovery measures, over several trials on a fresh 3-node process cluster
+// each, the time from SIGKILLing the node that holds the most of ~1,000 in-flight executions
+// until every execution it held has resumed on a survivor (its run's ledger shows a recovery
+// entry "resumed-from-committed-steps"). /local uses the tuned failure-detection profile (5
+// trials), /lan memberlist's LAN defaults (2 trials). Reports p50-ns and max-ns over trials.
+func BenchmarkClusterRecovery(b *testing.B) {
+	if testing.Short() {
+		b.Skip("multi-process cluster benchmark")
+	}
+	testkit.RequireRedis(b)
+	r := testkit.StartRedis(b, testkit.RedisOptions{})
+	db := 0
+	for _, tc := range []struct {
+		profile string
+		trials  int
+	}{{"local", 5}, {"lan", 2}} {
+		b.Run(tc.profile, func(b *testing.B) {
+			var took []time.Duration
+			held := 0
+			for i, discarded := 0, 0; i < tc.trials; {
+				db++ // a fresh key space per trial
+				url := fmt.Sprintf("redis://%s/%d", r.Addr(), db)
+				d, n, err := recoveryTrial(b, url, tc.profile)
+				if err != nil {
+					// A trial whose setup went wrong (the cluster never got every execution
+					// running) says nothing about recovery: retry it a bounded number of times.
+					if discarded++; discarded > 2 {
+						b.Fatalf("trial %d (%s): %v", i+1, tc.profile, err)
+					}
+					b.Logf("trial %d (%s) discarded: %v", i+1, tc.profile, err)
+					continue
+				}
+				i++
+				b.Logf("trial %d (%s): %d executions resumed elsewhere %s after the kill", i, tc.profile, n, d.Round(time.Millisecond))
+				took = append(took, d)
+				held += n
+			}
+			slices.Sort(took)
+			b.ReportMetric(float64(took[(len(took)-1)/2].Nanoseconds()), "p50-ns")
+			b.ReportMetric(float64(took[len(took)-1].Nanoseconds()), "max-ns")
+			b.ReportMetric(float64(held)/float64(len(took)), "resumed/trial")
+		})
+	}
+}
+
+// recoveryTrial runs one trial on the store at url and returns the time from the kill until
+// every execution of the victim resumed, and how many there were. It returns an error when the
+// cluster does not get recoveryReady executions running within 30 s (the trial is then
+// retried).
+func recoveryTrial(b *testing.B, url, profile string) (time.Duration, int, error) {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	pc := testkit.StartProcessCluster(b, testkit.ProcessClusterOptions{Binary: dairBin, N: 3, RedisURL: url, Profile: profile})
+	defer pc.Close()
+	pc.WaitTopology(3)
+	st, err := redisstore.Open(ctx, redisstore.Options{URL: url})
+	if err != nil {
+		b.Fatalf("open store: %v", err)
+	}
+	defer func() {
+		if err := st.Close(); err != nil {
+			b.Errorf("close store: %v", err)
+		}
+	}()
+	const tenant = "bench"
+	c := pc.Node(0).Client()
+	if _, err := c.PutTenant(ctx, api.Tenant{TenantID: tenant, IsolationMode: messages.IsolationDedicated,
+		RuntimeInstanceIDPrefix: "bench-runtime", MaxRuntimeInstances: 6, WorkerCountPerInstance: 350,
+		MaxConcurrentRunsPerInstance: 350, LocalQueueCapacity: 1000}); err != nil {
+		b.Fatalf("put tenant: %v", err)
+	}
+	if _, err := c.PutPipeline(ctx, "hold", []byte(holdPipeline)); err != nil {
+		b.Fatalf("put pipeline: %v", err)
+	}
+	submitMany(b, ctx, pc, tenant, "hold", recoveryInFlight)
+	submitted := time.Now()
+
+	// Wait until every execution runs, then pick the node holding the most.
+	var insts []*messages.CapacityDescriptor
+	if err := testkit.WaitFor(ctx, 50*time.Millisecond, func() (bool, error) {
+		if time.Since(submitted) > 30*time.Second {
+			return false, fmt.Errorf("fewer than %d executions running after 30s (registry: %s)", recoveryReady, describeInstances(insts))
+		}
+		insts, err = st.ListInstances(ctx)
+		if err != nil {
+			return false, nil
+		}
+		total := int32(0)
+		for _, d := range insts {
+			total += d.RunningRunCount
+		}
+		return total >= recoveryReady, nil
+	}); err != nil {
+		return 0, 0, err
+	}
+	load := map[string]int32{}
+	for _, d := range insts {
+		load[d.HostId] += d.RunningRunCount
+	}
+	victim := pc.Node(0)
+	for _, n := range pc.Nodes() {
+		if load[n.ID()] > load[victim.ID()] {
+			victim = n
+		}
+	}
+	onVictim := map[string]bool{}
+	for _, d := range insts {
+		if d.HostId == victim.ID() {
+			onVictim[d.RuntimeInstanceId] = true
+		}
+	}
+	running, err := st.ListRuns(ctx, store.RunFilter{TenantID: tenant, Status: messages.RunRunning, Limit: 2 * recoveryInFlight})
+	if err != nil {
+		b.Fatalf("list runs: %v", err)
+	}
+	after := map[string]int64{} // run id → last ledger seq before the kill
+	for _, run := range running {
+		if !onVictim[run.AssignedRuntimeInstanceId] {
+			continue
+		}
+		entries, err := st.ReadLedger(ctx, run.SharedRunId, 0, 0)
+		if err != nil {
+			b.Fatalf("read ledger: %v", err)
+		}
+		if len(entries) > 0 {
+			after[run.SharedRunId] = entries[len(entries)-1].Seq
+		}
+	}
+	if len(after) == 0 {
+		b.Fatalf("the victim %s holds no execution", victim.ID())
+	}
+	held := len(after)
+
+	victim.Kill()
+	killed := time.Now()
+	if err := testkit.WaitFor(ctx, 5*time.Millisecond, func() (bool, error) {
+		if time.Since(killed) > time.Minute {
+			return false, fmt.Errorf("%d of %d executions of %s not resumed a minute after the kill", len(after), held, victim.ID())
+		}
+		for id, seq := range after {
+			entries, err := st.ReadLedger(ctx, id, seq, 0)
+			if err != nil {
+				return false, nil
+			}
+			for _, e := range entries {
+				if e.Kind == messages.KindRecovery && e.Reason == "resumed-from-committed-steps" {
+					delete(after, id)
+					break
+				}
+				after[id] = e.Seq
+			}
+		}
+		return len(after) == 0, nil
+	}); err != nil {
+		return 0, 0, err
+	}
+	return time.Since(killed), held, nil
+}
+
+// describeInstances lists descriptors as id@host:running.
+func describeInstances(insts []*messages.CapacityDescriptor) string {
+	var b strings.Builder
+	for _, d := range insts {
+		fmt.Fprintf(&b, "%s@%s:%d ", d.RuntimeInstanceId, d.HostId, d.RunningRunCount)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// submitMany submits n runs of pipeline for tenant, spread over the reachable nodes, with 16
+// concurrent clients.
+func submitMany(b *testing.B, ctx context.Context, pc *testkit.ProcessCluster, tenant, pipeline string, n int) {
+	b.Helper()
+	nodes := pc.Reachable()
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += 16 {
+				if _, err := nodes[i%len(nodes)].Client().Submit(ctx, api.SubmitRequest{Pipeline: pipeline, TenantID: tenant}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatalf("submit: %v", err)
+	}
+}
+
+// BenchmarkSubmitToFirstStepCrossNode measures submit → first step_started across nodes: the
+// run is submitted through node A's HTTP API (control plane only) for a tenant whose only
+// instance lives on node B (runtime only); the ledger is read from the store directly.
+// Each iteration is one sequential submission; reports p50-ns and p99-ns over the b.N
+// samples of the final round, and runs/s.
+func BenchmarkSubmitToFirstStepCrossNode(b *testing.B) {
+	if testing.Short() {
+		b.Skip("multi-process cluster benchmark")
+	}
+	testkit.RequireRedis(b)
+	r := testkit.StartRedis(b, testkit.RedisOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	pc := testkit.StartProcessCluster(b, testkit.ProcessClusterOptions{Binary: dairBin, N: 2, RedisURL: r.URL(),
+		NodeIDs: []string{"a", "b"}, Roles: [][]string{{actors.RoleControlPlane}, {actors.RoleRuntime}}})
+	pc.WaitTopology(2)
+	st, err := redisstore.Open(ctx, redisstore.Options{URL: r.URL()})
+	if err != nil {
+		b.Fatalf("open store: %v", err)
+	}
+	defer func() {
+		if err := st.Close(); err != nil {
+			b.Errorf("close store: %v", err)
+		}
+	}()
+	const tenant = "xnode"
+	a := pc.Node(0).Client()
+	if _, err := a.PutTenant(ctx, api.Tenant{TenantID: tenant, IsolationMode: messages.IsolationDedicated,
+		RuntimeInstanceIDPrefix: "xnode-runtime", MaxRuntimeInstances: 1, WorkerCountPerInstance: 16,
+		MaxConcurrentRunsPerInstance: 16, LocalQueueCapacity: 100}); err != nil {
+		b.Fatalf("put tenant: %v", err)
+	}
+	if _, err := a.PutPipeline(ctx, "one", []byte(echoPipeline)); err != nil {
+		b.Fatalf("put pipeline: %v", err)
+	}
+	// Warm up: the first run scales the tenant out onto node B.
+	firstStep(b, ctx, a, st, tenant)
+	took := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		took = append(took, firstStep(b, ctx, a, st, tenant))
+	}
+	b.StopTimer()
+	elapsed := b.Elapsed()
+	slices.Sort(took)
+	b.ReportMetric(float64(took[(len(took)-1)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(took[(len(took)-1)*99/100].Nanoseconds()), "p99-ns")
+	b.ReportMetric(float64(len(took))/elapsed.Seconds(), "runs/s")
+}
+
+// firstStep submits one run through c and returns the time until its first step_started
+// ledger entry, polling the store.
+func firstStep(b *testing.B, ctx context.Context, c *client.Client, st *redisstore.Store, tenant string) time.Duration {
+	b.Helper()
+	t0 := time.Now()
+	s, err := c.Submit(ctx, api.SubmitRequest{Pipeline: "one", TenantID: tenant})
+	if err != nil {
+		b.Fatalf("submit: %v", err)
+	}
+	var seq int64
+	var at time.Duration
+	testkit.Eventually(b, time.Minute, 200*time.Microsecond, func() bool {
+		entries, err := st.ReadLedger(ctx, s.SharedRunID, seq, 0)
+		if err != nil {
+			return false
+		}
+		for _, e := range entries {
+			if e.Kind == messages.KindStepStarted {
+				at = time.Since(t0)
+				return true
+			}
+			seq = e.Seq
+		}
+		return false
+	}, "first step of %s started", s.SharedRunID)
+	return at
+}

@@ -1,0 +1,233 @@
+package api_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/internal/api"
+	"github.com/dairuntime/dair/internal/ids"
+	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/internal/store/boltstore"
+	"github.com/dairuntime/dair/internal/store/redisstore"
+	"github.com/dairuntime/dair/messages"
+	"github.com/dairuntime/dair/testkit"
+)
+
+// threeNoop is the pipeline of actors' BenchmarkRuns3Step: three chained no-op echo steps.
+const threeNoop = `key: three-noop
+steps:
+  - id: s1
+    uses: echo
+    with: {value: x}
+  - id: s2
+    uses: echo
+    needs: [s1]
+    with: {value: x}
+  - id: s3
+    uses: echo
+    needs: [s2]
+    with: {value: x}
+`
+
+// benchAPI starts a node configured as actors' benchNode (one dedicated instance of slots run
+// slots for tenant "bench") on the given backend, behind a real HTTP server on 127.0.0.1.
+func benchAPI(b *testing.B, backend testkit.Backend, r *testkit.Redis, slots int) (*httptest.Server, *http.Client) {
+	b.Helper()
+	ctx := context.Background()
+	var (
+		st  store.Store
+		err error
+	)
+	if backend == testkit.BackendRedis {
+		st, err = redisstore.Open(ctx, redisstore.Options{Addr: r.Addr(), Prefix: ids.New("b"), Timeout: 5 * time.Second, PoolSize: 64})
+	} else {
+		st, err = boltstore.Open(boltstore.Options{Path: filepath.Join(b.TempDir(), "dair.db")})
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			b.Error(err)
+		}
+	})
+	settings := &messages.TenantSettings{TenantId: "bench", IsolationMode: messages.IsolationDedicated, RuntimeInstanceIdPrefix: "bench-runtime",
+		MaxRuntimeInstances: 1, WorkerCountPerInstance: int32(slots * 2), MaxConcurrentRunsPerInstance: int32(slots),
+		LocalQueueCapacity: 1000000, MaxLocalWorkersPerExecution: 64}
+	n, err := actors.Start(ctx, actors.Config{NodeID: "bench", Store: st, PumpInterval: 5 * time.Millisecond,
+		PumpBatch: 256, PumpParallelism: 64, Instances: []actors.InstanceSpec{{ID: "bench-runtime-1", Settings: settings}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := n.Stop(context.Background()); err != nil {
+			b.Error(err)
+		}
+	})
+	if _, err := n.PutTenant(ctx, settings); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := n.PutPipeline(ctx, []byte(threeNoop)); err != nil {
+		b.Fatal(err)
+	}
+	if err := testkit.WaitFor(ctx, time.Millisecond, func() (bool, error) {
+		d, err := st.GetInstance(ctx, "bench-runtime-1")
+		return err == nil && d.CanAcceptRun, nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(api.New(api.Config{Node: n}))
+	b.Cleanup(srv.Close)
+	tr := &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, IdleConnTimeout: time.Minute}
+	b.Cleanup(tr.CloseIdleConnections)
+	return srv, &http.Client{Transport: tr}
+}
+
+// benchSubmit posts a run of pipeline for tenant "bench" and returns its id.
+func benchSubmit(ctx context.Context, c *http.Client, base, pipeline string) (id string, err error) {
+	body := `{"pipeline":"` + pipeline + `","tenant_id":"bench"}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/runs", strings.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		if cerr := resp.Body.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusAccepted {
+		return "", fmt.Errorf("submit = %d %s", resp.StatusCode, b)
+	}
+	var sr api.SubmitResponse
+	if err := json.Unmarshal(b, &sr); err != nil {
+		return "", err
+	}
+	return sr.SharedRunID, nil
+}
+
+// streamIDs reads a run's event stream to its end and returns the event ids and the last kind.
+// onFirst, if set, is called after the first event.
+func streamIDs(ctx context.Context, c *http.Client, base, runID string, onFirst func()) (idsSeen []int64, kind string, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/runs/"+runID+"/events", nil)
+	if err != nil {
+		return nil, "", err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, "", err
+	}
+	defer func() {
+		if cerr := resp.Body.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	if resp.StatusCode != http.StatusOK {
+		return nil, "", fmt.Errorf("events = %d", resp.StatusCode)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Bytes()
+		switch {
+		case bytes.HasPrefix(line, []byte("id: ")):
+			var id int64
+			if _, err := fmt.Sscan(string(line[4:]), &id); err != nil {
+				return idsSeen, kind, fmt.Errorf("bad id line %q: %w", line, err)
+			}
+			idsSeen = append(idsSeen, id)
+			if len(idsSeen) == 1 && onFirst != nil {
+				onFirst()
+			}
+		case bytes.HasPrefix(line, []byte("event: ")):
+			kind = string(line[7:])
+		}
+	}
+	return idsSeen, kind, sc.Err()
+}
+
+func reportLatency(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	q := func(p float64) float64 { return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Nanoseconds()) }
+	b.ReportMetric(q(0.50), "p50-ns")
+	b.ReportMetric(q(0.99), "p99-ns")
+	b.ReportMetric(float64(lat[len(lat)-1].Nanoseconds()), "max-ns")
+}
+
+// BenchmarkHTTPRuns3Step measures runs per second and submit-to-success latency of a 3-step
+// no-op pipeline through the HTTP API: each run is POST /v1/runs followed by its event stream
+// read to run_succeeded, 512 runs in flight, on the node configuration of actors'
+// BenchmarkRuns3Step (the in-process figure to compare with).
+func BenchmarkHTTPRuns3Step(b *testing.B) {
+	testkit.RequireRedis(b)
+	r := testkit.StartRedis(b, testkit.RedisOptions{AOF: true, AppendFsync: "everysec"})
+	for _, backend := range testkit.Backends {
+		b.Run(string(backend), func(b *testing.B) {
+			srv, c := benchAPI(b, backend, r, 2048)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			var (
+				mu     sync.Mutex // guards lat
+				lat    = make([]time.Duration, 0, b.N)
+				failed atomic.Int64
+				wg     sync.WaitGroup
+			)
+			sem := make(chan struct{}, 512)
+			b.ResetTimer()
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				sem <- struct{}{}
+				wg.Add(1)
+				go func() {
+					defer func() { <-sem; wg.Done() }()
+					t0 := time.Now()
+					id, err := benchSubmit(ctx, c, srv.URL, "three-noop")
+					if err != nil {
+						failed.Add(1)
+						return
+					}
+					_, kind, err := streamIDs(ctx, c, srv.URL, id, nil)
+					if err != nil || kind != messages.KindRunSucceeded {
+						failed.Add(1)
+						return
+					}
+					d := time.Since(t0)
+					mu.Lock()
+					lat = append(lat, d)
+					mu.Unlock()
+				}()
+			}
+			wg.Wait()
+			el := time.Since(start)
+			b.StopTimer()
+			if f := failed.Load(); f > 0 {
+				b.Fatalf("%d runs did not succeed", f)
+			}
+			b.ReportMetric(float64(b.N)/el.Seconds(), "runs/s")
+			reportLatency(b, lat)
+		})
+	}
+}
