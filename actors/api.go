@@ -290,7 +290,8 @@ func (n *Node) ControlInstance(ctx context.Context, id, op string) (*messages.Ca
 
 // DrainQueue runs one manual shared-queue drain cycle and returns how many items it claimed.
 func (n *Node) DrainQueue(ctx context.Context) (int, error) {
-	return n.core.cycle(ctx, "manual-"+n.env.nodeID)
+	claimed, _, err := n.core.cycle(ctx, "manual-"+n.env.nodeID)
+	return claimed, err
 }
 
 // PutTenant validates and stores tenant settings; new admissions use them at once.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -284,7 +285,19 @@ func BenchmarkInFlightMemory(b *testing.B) {
 		var m1 runtime.MemStats
 		runtime.ReadMemStats(&m1)
 		inUse := float64((m1.HeapInuse + m1.StackInuse) - (m0.HeapInuse + m0.StackInuse))
+		if path := os.Getenv("DAIR_BENCH_HEAPPROFILE"); path != "" {
+			if f, err := os.Create(path); err == nil {
+				if err := pprof.WriteHeapProfile(f); err != nil {
+					b.Error(err)
+				}
+				if err := f.Close(); err != nil {
+					b.Error(err)
+				}
+			}
+		}
 		b.ReportMetric(inUse/float64(count*b.N), "bytes/exec")
+		b.ReportMetric(float64(m1.StackInuse-m0.StackInuse)/float64(count*b.N), "stack-bytes/exec")
+		b.ReportMetric(float64(runtime.NumGoroutine())/float64(count*b.N), "goroutines/exec")
 		b.ReportMetric(float64(rssBytes()-rss0)/float64(count*b.N), "rss-bytes/exec")
 		b.ReportMetric(float64(rssBytes()), "rss-bytes")
 	})

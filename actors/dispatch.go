@@ -215,7 +215,11 @@ func (c *core) deliver(ctx context.Context, run *messages.SharedRun, d *messages
 		c.release(d.RuntimeInstanceId, run.SharedRunId)
 		return outcomeRequeue, fmt.Errorf("mark run dispatched: %w", err)
 	}
-	req := &messages.DispatchRequest{RuntimeInstanceId: d.RuntimeInstanceId, SharedRunId: upd.SharedRunId, PipelineKey: upd.Pipeline,
+	width := int32(0)
+	if cp, err := e.pipelines.get(ctx, upd.Pipeline, upd.PipelineHash); err == nil {
+		width = int32(cp.g.Width())
+	}
+	req := &messages.DispatchRequest{MaxParallelism: width, RuntimeInstanceId: d.RuntimeInstanceId, SharedRunId: upd.SharedRunId, PipelineKey: upd.Pipeline,
 		PipelineHash: upd.PipelineHash, Input: upd.Input, Snapshot: upd.Snapshot, ExecutionId: upd.ExecutionId,
 		CorrelationId: upd.CorrelationId, RequestedBy: upd.GetSnapshot().GetRequestedBy(), Source: "shared-queue", PumpRuntimeInstanceId: pumpID}
 	res := c.providers.Dispatch(ctx, d, req)

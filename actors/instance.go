@@ -257,7 +257,11 @@ func (in *instance) tryStart(c actor.Context) {
 		}
 		q := in.queue[0]
 		in.queue = in.queue[1:]
-		w := tenancy.EffectiveWorkers(in.workers, in.maxLocal, avail)
+		perExec := in.maxLocal
+		if p := int(q.req.MaxParallelism); p > 0 && p < perExec {
+			perExec = p // the pipeline can never use more workers than its widest level
+		}
+		w := tenancy.EffectiveWorkers(in.workers, perExec, avail)
 		in.activeWorkers += w
 		seed := &execSeed{env: in.env, req: q.req, localRunID: q.localRunID, instanceID: in.spec.ID, workers: w}
 		pid := c.Spawn(newExecutionProps(seed))

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -56,8 +57,10 @@ func (p *pump) Receive(c actor.Context) {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*p.core.env.cfg.QueueVisibility)
 			defer cancel()
-			n, _ := p.core.cycle(ctx, p.id)
-			sys.Root.Send(self, &pumpCycleDone{full: n >= p.core.env.cfg.PumpBatch})
+			n, settled, _ := p.core.cycle(ctx, p.id)
+			// Go again at once only while a full batch made progress; a batch that all stayed
+			// queued (no capacity) waits for the next tick instead of spinning.
+			sys.Root.Send(self, &pumpCycleDone{full: n >= p.core.env.cfg.PumpBatch && settled > 0})
 		}()
 	case *pumpCycleDone:
 		p.busy = false
@@ -68,19 +71,19 @@ func (p *pump) Receive(c actor.Context) {
 }
 
 // cycle claims one batch for pumpID and dispatches it with bounded parallelism. It returns the
-// number of items claimed.
-func (c *core) cycle(ctx context.Context, pumpID string) (int, error) {
+// number of items claimed and how many of them left the queue (dispatched, parked or final).
+func (c *core) cycle(ctx context.Context, pumpID string) (claimed, settled int, err error) {
 	e := c.env
 	claims, err := e.st.Claim(ctx, pumpID, e.cfg.PumpBatch, e.cfg.QueueVisibility)
 	if err != nil {
 		e.log.Warn("claim shared queue", zap.String("pump_runtime_instance_id", pumpID), zap.Error(err))
-		return 0, err
+		return 0, 0, err
 	}
 	if len(claims) == 0 {
 		if p, cl, err := e.st.QueueDepth(ctx); err == nil {
 			e.metrics.queue(p, cl)
 		}
-		return 0, nil
+		return 0, 0, nil
 	}
 	insts, err := e.st.ListInstances(ctx)
 	if err != nil {
@@ -90,8 +93,9 @@ func (c *core) cycle(ctx context.Context, pumpID string) (int, error) {
 				e.log.Warn("release claim", zap.String("shared_run_id", cl.RunID), zap.Error(err))
 			}
 		}
-		return len(claims), err
+		return len(claims), 0, err
 	}
+	var done atomic.Int64
 	sem := make(chan struct{}, max(1, e.cfg.PumpParallelism))
 	var wg sync.WaitGroup
 	for _, cl := range claims {
@@ -104,6 +108,7 @@ func (c *core) cycle(ctx context.Context, pumpID string) (int, error) {
 				e.log.Warn("dispatch run", zap.String("shared_run_id", cl.RunID), zap.Error(err))
 			}
 			if out == outcomeDone {
+				done.Add(1)
 				err = e.st.Ack(ctx, cl)
 			} else {
 				err = e.st.Release(ctx, cl)
@@ -117,5 +122,5 @@ func (c *core) cycle(ctx context.Context, pumpID string) (int, error) {
 	if p, cl, err := e.st.QueueDepth(ctx); err == nil {
 		e.metrics.queue(p, cl)
 	}
-	return len(claims), nil
+	return len(claims), int(done.Load()), nil
 }

@@ -805,8 +805,10 @@ type DispatchRequest struct {
 	RequestedBy           string                    `protobuf:"bytes,9,opt,name=requested_by,json=requestedBy,proto3" json:"requested_by,omitempty"`
 	Source                string                    `protobuf:"bytes,10,opt,name=source,proto3" json:"source,omitempty"`
 	PumpRuntimeInstanceId string                    `protobuf:"bytes,11,opt,name=pump_runtime_instance_id,json=pumpRuntimeInstanceId,proto3" json:"pump_runtime_instance_id,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// max_parallelism is the pipeline's widest level: an execution never needs more workers.
+	MaxParallelism int32 `protobuf:"varint,12,opt,name=max_parallelism,json=maxParallelism,proto3" json:"max_parallelism,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *DispatchRequest) Reset() {
@@ -914,6 +916,13 @@ func (x *DispatchRequest) GetPumpRuntimeInstanceId() string {
 		return x.PumpRuntimeInstanceId
 	}
 	return ""
+}
+
+func (x *DispatchRequest) GetMaxParallelism() int32 {
+	if x != nil {
+		return x.MaxParallelism
+	}
+	return 0
 }
 
 // ProviderResult is the structured outcome of every provider operation.
@@ -2558,7 +2567,7 @@ const file_messages_dair_proto_rawDesc = "" +
 	"\x0ftenant_group_id\x18\x14 \x01(\tR\rtenantGroupId\x12%\n" +
 	"\x0ecorrelation_id\x18\x15 \x01(\tR\rcorrelationId\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x16 \x01(\tR\tsessionId\"\xc0\x03\n" +
+	"session_id\x18\x16 \x01(\tR\tsessionId\"\xe9\x03\n" +
 	"\x0fDispatchRequest\x12.\n" +
 	"\x13runtime_instance_id\x18\x01 \x01(\tR\x11runtimeInstanceId\x12\"\n" +
 	"\rshared_run_id\x18\x02 \x01(\tR\vsharedRunId\x12!\n" +
@@ -2571,7 +2580,8 @@ const file_messages_dair_proto_rawDesc = "" +
 	"\frequested_by\x18\t \x01(\tR\vrequestedBy\x12\x16\n" +
 	"\x06source\x18\n" +
 	" \x01(\tR\x06source\x127\n" +
-	"\x18pump_runtime_instance_id\x18\v \x01(\tR\x15pumpRuntimeInstanceId\"\xbb\x02\n" +
+	"\x18pump_runtime_instance_id\x18\v \x01(\tR\x15pumpRuntimeInstanceId\x12'\n" +
+	"\x0fmax_parallelism\x18\f \x01(\x05R\x0emaxParallelism\"\xbb\x02\n" +
 	"\x0eProviderResult\x12\x1a\n" +
 	"\bprovider\x18\x01 \x01(\tR\bprovider\x12.\n" +
 	"\x13runtime_instance_id\x18\x02 \x01(\tR\x11runtimeInstanceId\x12\x0e\n" +

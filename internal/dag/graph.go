@@ -150,3 +150,16 @@ func (g *Graph) needsSucceeded(id string, status map[string]string) bool {
 }
 
 func isPending(s string) bool { return s == "" || s == messages.StepPending }
+
+// Width returns the number of steps of the graph's widest topological level: an upper bound
+// on how many of its steps the level-ordered ready set can hand out at once, used to size an
+// execution's worker budget. It is at least 1 for a non-empty graph.
+func (g *Graph) Width() int {
+	count := map[int]int{}
+	w := 0
+	for _, id := range g.order {
+		count[g.level[id]]++
+		w = max(w, count[g.level[id]])
+	}
+	return w
+}

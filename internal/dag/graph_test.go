@@ -183,3 +183,30 @@ func TestGraph_Resume(t *testing.T) {
 		})
 	}
 }
+
+func TestGraph_Width(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		want int
+	}{
+		{"chain", "key: c\nsteps:\n  - {id: a, uses: echo}\n  - {id: b, uses: echo, needs: [a]}\n", 1},
+		{"fan-out of three", "key: f\nsteps:\n  - {id: a, uses: echo}\n  - {id: b, uses: echo, needs: [a]}\n  - {id: c, uses: echo, needs: [a]}\n  - {id: d, uses: echo, needs: [a]}\n", 3},
+		{"independent", "key: i\nsteps:\n  - {id: a, uses: echo}\n  - {id: b, uses: echo}\n", 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Load([]byte(tc.src), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := Compile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := g.Width(); got != tc.want {
+				t.Fatalf("Width() = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
