@@ -68,6 +68,11 @@ func (h *clusterHost) CreateInstance(ctx context.Context, id string, settings *m
 			e.log.Warn("release instance id lease", zap.String("lease", lease), zap.Error(err))
 		}
 	}()
+	// Another control plane may have created and registered the id between our registry read
+	// and our lease: under the lease, the registry is the truth.
+	if _, err := e.st.GetInstance(ctx, id); err == nil {
+		return fmt.Errorf("instance id %s already exists", id)
+	}
 	insts, err := e.st.ListInstances(ctx)
 	if err != nil {
 		return fmt.Errorf("list instances: %w", err)
