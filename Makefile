@@ -18,8 +18,16 @@ build: ## build the binary into bin/dair
 test: ## run every test with the race detector
 	$(GO) test -race -count=1 -timeout 14m $(PKG)
 
-bench: ## run the Go benchmarks and print their standard lines
-	$(GO) test -run '^$$' -bench . -timeout 10m $(PKG)
+bench: ## run the Go benchmarks (about 8 minutes on 2 cores) and print their standard lines
+	$(GO) test -run '^$$' -bench 'BenchmarkRawLuaCommit|BenchmarkCommitSteps' -benchtime 20000x -timeout 5m ./internal/store/redisstore ./internal/store/boltstore
+	$(GO) test -run '^$$' -bench 'BenchmarkStepCommits' -benchtime 50000x -timeout 5m ./actors
+	$(GO) test -run '^$$' -bench 'BenchmarkRuns3Step' -benchtime 10000x -timeout 5m ./actors
+	$(GO) test -run '^$$' -bench 'BenchmarkSubmitToFirstStep' -benchtime 2000x -timeout 5m ./actors
+	$(GO) test -run '^$$' -bench 'BenchmarkInFlightMemory' -benchtime 1x -timeout 8m ./actors
+	$(GO) test -run '^$$' -bench 'BenchmarkHTTPRuns3Step' -benchtime 3000x -timeout 5m ./internal/api
+	$(GO) test -run '^$$' -bench 'BenchmarkClusterMessages' -benchtime 200000x -timeout 5m ./cluster
+	$(GO) test -run '^$$' -bench 'BenchmarkScaleOut|BenchmarkSSEFanout|BenchmarkClusterRecovery' -benchtime 1x -timeout 8m ./cmd/dair
+	$(GO) test -run '^$$' -bench 'BenchmarkSubmitToFirstStepCrossNode' -benchtime 500x -timeout 5m ./cmd/dair
 
 proto: ## regenerate messages/dair.pb.go (needs protoc)
 	@command -v protoc-gen-go >/dev/null 2>&1 || $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
