@@ -226,22 +226,17 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 
 // BenchmarkInFlightMemory measures memory per in-flight execution: DAIR_BENCH_INFLIGHT
 // (default 100000) runs whose single step sleeps, all admitted and running at once. It reports
-// bytes/exec from the Go heap+stacks and the process RSS.
+// bytes/exec from the Go heap+stacks and the node process's RSS. The store is Redis (a separate
+// process, as in a cluster), so the RSS is the node's own.
 func BenchmarkInFlightMemory(b *testing.B) {
 	count := 100000
 	if v, err := strconv.Atoi(os.Getenv("DAIR_BENCH_INFLIGHT")); err == nil && v > 0 {
 		count = v
 	}
-	b.Run("embedded", func(b *testing.B) {
-		st, err := boltstore.Open(boltstore.Options{Path: filepath.Join(b.TempDir(), "dair.db"), NoSync: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() {
-			if err := st.Close(); err != nil {
-				b.Error(err)
-			}
-		})
+	testkit.RequireRedis(b)
+	r := testkit.StartRedis(b, testkit.RedisOptions{})
+	b.Run("redis", func(b *testing.B) {
+		st := benchStore(b, testkit.BackendRedis, r)
 		n := benchNode(b, st, builtins(b), count+10)
 		ctx := context.Background()
 		if _, err := n.PutPipeline(ctx, []byte(chain("nap", "sleep", 1, "    with: {duration: 1h}\n"))); err != nil {

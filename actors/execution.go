@@ -92,7 +92,6 @@ type (
 type inflight struct {
 	attempt int
 	cancel  context.CancelFunc
-	pid     *actor.PID
 }
 
 // execution drives one DAG execution: it rehydrates from the store on every start, runs ready
@@ -103,15 +102,15 @@ type execution struct {
 	inc  int
 
 	loaded   bool
-	exec     *messages.Execution
 	pipe     *compiled
 	input    any
 	status   map[string]string // step id -> pending/running/succeeded/failed
 	attempts map[string]int
-	outputs  map[string]any
-	raw      map[string][]byte
+	outputs  map[string]any // step id -> decoded output of a succeeded step (template input)
 	running  map[string]*inflight
 	started  map[string]int64 // step id -> start of its current attempt (unix ns)
+	// attempts, outputs, started and status stay small maps: an in-flight execution's memory
+	// is what bounds how many a node can hold.
 	commits  int              // commits submitted and not yet answered
 
 	paused    bool
@@ -123,14 +122,8 @@ type execution struct {
 }
 
 func newExecutionProps(seed *execSeed) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return &execution{seed: seed} },
-		actor.WithSupervisor(stepTaskSupervisor))
+	return actor.PropsFromProducer(func() actor.Actor { return &execution{seed: seed} })
 }
-
-// stepTaskSupervisor stops a step task that crashed outside its handler (handler panics are
-// recovered inside the task); the execution then sees Terminated without a result and fails
-// that attempt.
-var stepTaskSupervisor = actor.NewOneForOneStrategy(0, time.Second, func(any) actor.Directive { return actor.StopDirective })
 
 func (x *execution) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
@@ -139,7 +132,6 @@ func (x *execution) Receive(c actor.Context) {
 		x.status = map[string]string{}
 		x.attempts = map[string]int{}
 		x.outputs = map[string]any{}
-		x.raw = map[string][]byte{}
 		x.running = map[string]*inflight{}
 		x.started = map[string]int64{}
 		x.load(c)
@@ -174,31 +166,12 @@ func (x *execution) Receive(c actor.Context) {
 		x.cancel(c, m.reason)
 	case *InjectPanic:
 		panic("dair: injected execution panic")
-	case *actor.Terminated:
-		// A step task ended. Its stepDone, if it sent one, is already queued ahead of the
-		// taskGone sent here (system messages overtake user messages), so a taskGone that
-		// still finds the attempt in flight means the task died without reporting.
-		for id, f := range x.running {
-			if f.pid != nil && f.pid.Equal(m.Who) {
-				c.Send(c.Self(), &taskGone{inc: x.inc, stepID: id, attempt: f.attempt})
-			}
-		}
-	case *taskGone:
-		if f := x.running[m.stepID]; m.inc == x.inc && f != nil && f.attempt == m.attempt {
-			x.onStepDone(c, &stepDone{inc: m.inc, stepID: m.stepID, attempt: m.attempt, err: errors.New("step task stopped without a result")})
-		}
 	case *finalizeRetry:
 		if m.inc == x.inc {
 			x.finishing = false
 			x.finalize(c, x.final, x.reason)
 		}
 	}
-}
-
-type taskGone struct {
-	inc     int
-	stepID  string
-	attempt int
 }
 
 // load acquires the epoch on the first activation, then reads the execution, its committed steps
@@ -310,7 +283,7 @@ func (x *execution) onLoaded(c actor.Context, m *execLoaded) {
 		x.fenced(c, fmt.Errorf("execution %s: epoch %d, ours %d: %w", s.executionID, m.exec.Epoch, s.epoch, store.ErrStaleEpoch))
 		return
 	}
-	x.loaded, x.exec, x.pipe = true, m.exec, m.pipe
+	x.loaded, x.pipe = true, m.pipe
 	if len(m.exec.Input) > 0 {
 		if err := json.Unmarshal(m.exec.Input, &x.input); err != nil {
 			x.input = nil
@@ -321,7 +294,6 @@ func (x *execution) onLoaded(c actor.Context, m *execLoaded) {
 		states[st.StepId] = st
 		x.attempts[st.StepId] = int(st.Attempts)
 		if st.Status == messages.StepSucceeded {
-			x.raw[st.StepId] = st.Output
 			var v any
 			if len(st.Output) > 0 {
 				if err := json.Unmarshal(st.Output, &v); err != nil {
@@ -424,10 +396,7 @@ func (x *execution) startStep(c actor.Context, id string) {
 	x.running[id] = &inflight{attempt: attempt, cancel: cancel}
 	req := &step.Request{ExecutionID: s.executionID, SharedRunID: s.req.SharedRunId, StepID: id, TenantID: tenant,
 		Attempt: attempt, IdempotencyKey: s.executionID + "/" + id, With: with, Snapshot: s.req.Snapshot}
-	inc := x.inc
-	x.running[id].pid = c.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return &stepTask{ctx: ctx, handler: h, req: req, inc: inc}
-	}))
+	go runStepTask(e.system, c.Self(), ctx, h, req, x.inc)
 }
 
 // submit sends a fenced step write (with one ledger entry) to the committer; the answer comes
@@ -523,7 +492,6 @@ func (x *execution) onCommitDone(c actor.Context, m *commitDone) {
 	switch m.status {
 	case messages.StepSucceeded:
 		x.status[m.stepID] = messages.StepSucceeded
-		x.raw[m.stepID] = m.output
 		var v any
 		if len(m.output) > 0 {
 			if err := json.Unmarshal(m.output, &v); err != nil {
@@ -729,7 +697,11 @@ func (x *execution) runOutput() []byte {
 	out := map[string]json.RawMessage{}
 	for _, st := range x.pipe.p.Steps {
 		if !needed[st.ID] {
-			if raw, ok := x.raw[st.ID]; ok && len(raw) > 0 {
+			if v, ok := x.outputs[st.ID]; ok {
+				raw, err := json.Marshal(v)
+				if err != nil {
+					continue
+				}
 				out[st.ID] = raw
 			}
 		}

@@ -12,36 +12,27 @@ import (
 	"github.com/dairuntime/dair/internal/step"
 )
 
-// stepTask is the child actor that runs one attempt of one step. It runs the handler on
-// Started, reports a stepDone to its parent and stops itself. A handler panic is recovered and
-// reported as a failed attempt, so it fails only that attempt.
+// runStepTask runs one attempt of one step in its own goroutine (the execution's "step task")
+// and reports a stepDone to the execution. A handler panic is recovered and reported as a failed
+// attempt, so it fails only that attempt. The goroutine always reports, exactly once.
 //
-// The context is owned by the parent execution, which cancels it on timeout, cancel, pause of
-// in-flight work, restart and stop; the handler must return when it is done.
-type stepTask struct {
-	ctx     context.Context
-	handler step.Handler
-	req     *step.Request
-	inc     int
-}
-
-func (t *stepTask) Receive(c actor.Context) {
-	if _, ok := c.Message().(*actor.Started); !ok {
-		return
-	}
+// A task is a goroutine rather than a child actor: a sleeping step then costs one small stack
+// and no mailbox, which is what lets a node hold 100k in-flight executions. The context belongs
+// to the execution, which cancels it on timeout, cancel, restart and stop; the handler must
+// return when it is done.
+func runStepTask(sys *actor.ActorSystem, parent *actor.PID, ctx context.Context, h step.Handler, req *step.Request, inc int) {
 	start := time.Now()
-	out, err := runHandler(t.ctx, t.handler, t.req)
-	c.Send(c.Parent(), &stepDone{
-		inc:       t.inc,
-		stepID:    t.req.StepID,
-		attempt:   t.req.Attempt,
+	out, err := runHandler(ctx, h, req)
+	sys.Root.Send(parent, &stepDone{
+		inc:       inc,
+		stepID:    req.StepID,
+		attempt:   req.Attempt,
 		output:    out.raw,
 		usage:     out.usage,
 		err:       err,
 		permanent: err != nil && step.IsPermanent(err),
 		dur:       time.Since(start),
 	})
-	c.Stop(c.Self())
 }
 
 type handlerOutput struct {
