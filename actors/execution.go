@@ -111,7 +111,7 @@ type execution struct {
 	started  map[string]int64 // step id -> start of its current attempt (unix ns)
 	// attempts, outputs, started and status stay small maps: an in-flight execution's memory
 	// is what bounds how many a node can hold.
-	commits  int              // commits submitted and not yet answered
+	commits int // commits submitted and not yet answered
 
 	paused    bool
 	stopping  bool   // cancel, failure or fencing in progress
