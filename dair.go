@@ -16,15 +16,11 @@ package dair
 
 import (
 	"context"
-	"fmt"
-	"path/filepath"
-	"strings"
 
 	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/internal/server"
 	"github.com/dairuntime/dair/internal/step"
 	"github.com/dairuntime/dair/internal/store"
-	"github.com/dairuntime/dair/internal/store/boltstore"
-	"github.com/dairuntime/dair/internal/store/redisstore"
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -59,17 +55,4 @@ func Tenant(id string) *messages.ExecutionContextSnapshot {
 
 // OpenStore opens a store by URL: "bolt://PATH" (the embedded single-file store, one process)
 // or "redis://HOST:PORT/DB" (shared by a cluster). The caller closes it.
-func OpenStore(ctx context.Context, url string) (Store, error) {
-	switch {
-	case strings.HasPrefix(url, "bolt://"):
-		path := strings.TrimPrefix(url, "bolt://")
-		if path == "" {
-			return nil, fmt.Errorf("dair: open store %q: empty path", url)
-		}
-		return boltstore.Open(boltstore.Options{Path: filepath.Clean(path)})
-	case strings.HasPrefix(url, "redis://"), strings.HasPrefix(url, "rediss://"):
-		return redisstore.Open(ctx, redisstore.Options{URL: url})
-	default:
-		return nil, fmt.Errorf("dair: open store %q: want bolt://PATH or redis://HOST:PORT/DB", url)
-	}
-}
+func OpenStore(ctx context.Context, url string) (Store, error) { return server.OpenStore(ctx, url) }

@@ -114,20 +114,7 @@ func (h *healthReconciler) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		h.flagged = map[string]bool{}
-		self, sys := c.Self(), h.core.env.system
-		tk := time.NewTicker(h.core.env.cfg.HeartbeatInterval)
-		done := make(chan struct{})
-		go func() {
-			for {
-				select {
-				case <-tk.C:
-					sys.Root.Send(self, &healthTick{})
-				case <-done:
-					return
-				}
-			}
-		}()
-		h.cancel = func() { tk.Stop(); close(done) }
+		h.cancel = tickTo(h.core.env.system, c.Self(), h.core.env.cfg.HeartbeatInterval, &healthTick{})
 	case *actor.Stopping, *actor.Restarting:
 		if h.cancel != nil {
 			h.cancel()

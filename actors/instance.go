@@ -151,20 +151,7 @@ func (in *instance) start(c actor.Context) {
 	in.running = map[string]*runEntry{}
 	in.byShared = map[string]string{}
 	in.env.dir.put(in.spec.ID, c.Self())
-	self, sys := c.Self(), in.env.system
-	tk := time.NewTicker(in.env.cfg.HeartbeatInterval)
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-tk.C:
-				sys.Root.Send(self, &heartbeatTick{})
-			case <-done:
-				return
-			}
-		}
-	}()
-	in.stopTimer = func() { tk.Stop(); close(done) }
+	in.stopTimer = tickTo(in.env.system, c.Self(), in.env.cfg.HeartbeatInterval, &heartbeatTick{})
 	in.publish(c)
 	if in.restarted {
 		in.rehydrate(c)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
@@ -28,20 +27,7 @@ type pumpCycleDone struct{ full bool }
 func (p *pump) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
-		self, sys := c.Self(), p.core.env.system
-		tk := time.NewTicker(p.core.env.cfg.PumpInterval)
-		done := make(chan struct{})
-		go func() {
-			for {
-				select {
-				case <-tk.C:
-					sys.Root.Send(self, &pumpTick{})
-				case <-done:
-					return
-				}
-			}
-		}()
-		p.cancel = func() { tk.Stop(); close(done) }
+		p.cancel = tickTo(p.core.env.system, c.Self(), p.core.env.cfg.PumpInterval, &pumpTick{})
 	case *actor.Stopping, *actor.Restarting:
 		if p.cancel != nil {
 			p.cancel()

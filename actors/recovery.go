@@ -36,21 +36,8 @@ type recoveryDone struct{}
 func (r *recoveryCoordinator) Receive(c actor.Context) {
 	switch c.Message().(type) {
 	case *actor.Started:
-		self, sys := c.Self(), r.core.env.system
-		tk := time.NewTicker(r.core.env.cfg.RecoveryInterval)
-		done := make(chan struct{})
-		go func() {
-			for {
-				select {
-				case <-tk.C:
-					sys.Root.Send(self, &recoveryTick{})
-				case <-done:
-					return
-				}
-			}
-		}()
-		r.cancel = func() { tk.Stop(); close(done) }
-		c.Send(self, &recoveryTick{})
+		r.cancel = tickTo(r.core.env.system, c.Self(), r.core.env.cfg.RecoveryInterval, &recoveryTick{})
+		c.Send(c.Self(), &recoveryTick{})
 	case *actor.Stopping, *actor.Restarting:
 		if r.cancel != nil {
 			r.cancel()

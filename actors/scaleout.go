@@ -47,19 +47,7 @@ func (s *scaleOutSupervisor) Receive(c actor.Context) {
 	case *actor.Started, *scaleOutReload:
 		self, sys, st := c.Self(), s.core.env.system, s.core.env.st
 		if s.cancel == nil {
-			tk := time.NewTicker(scaleOutReloadInterval)
-			done := make(chan struct{})
-			go func() {
-				for {
-					select {
-					case <-tk.C:
-						sys.Root.Send(self, &scaleOutReload{})
-					case <-done:
-						return
-					}
-				}
-			}()
-			s.cancel = func() { tk.Stop(); close(done) }
+			s.cancel = tickTo(sys, self, scaleOutReloadInterval, &scaleOutReload{})
 		}
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
