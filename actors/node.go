@@ -310,13 +310,32 @@ func (n *Node) Stop(ctx context.Context) error {
 			<-n.watchDone
 		}
 		if n.root != nil {
-			if err := n.env.system.Root.StopFuture(n.root).Wait(); err != nil {
+			if err := n.stopTree(ctx); err != nil {
 				n.stopErr = fmt.Errorf("stop node actor: %w", err)
 			}
 		}
 		n.shutdownParts()
 	})
 	return n.stopErr
+}
+
+// stopTree stops the supervision tree and waits until it is gone or ctx ends (a node with
+// 100k executions takes longer than a default future timeout to stop).
+func (n *Node) stopTree(ctx context.Context) error {
+	sys := n.env.system
+	sys.Root.Stop(n.root)
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if _, alive := sys.ProcessRegistry.GetLocal(n.root.Id); !alive {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 func (n *Node) shutdownParts() {
