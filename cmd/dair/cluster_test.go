@@ -216,20 +216,15 @@ func waitAll(t *testing.T, ctx context.Context, c *client.Client, ids []string, 
 	return done
 }
 
-// TestCluster_pausedNodeIsFencedAndRejoins: a node SIGSTOPped past the failure timeout and then
-// resumed cannot commit (its epochs are stale), stops its stale executions, restarts under a
-// new member id; the runs still finish exactly once.
-func TestCluster_pausedNodeIsFencedAndRejoins(t *testing.T) {
-	if testing.Short() {
-		t.Skip("multi-process cluster test")
-	}
+// busyCluster starts a 3-node process cluster, submits 30 runs of a 20-step http pipeline
+// (steps take stepDelay) for the dedicated tenant acme, and waits until at least 10 run; it
+// returns the cluster, a client of node 0, the run ids and the node holding the most runs.
+func busyCluster(t *testing.T, ctx context.Context, stepDelay time.Duration) (*testkit.ProcessCluster, *client.Client, []string, *testkit.ProcessNode) {
+	t.Helper()
 	testkit.RequireRedis(t)
 	r := testkit.StartRedis(t, testkit.RedisOptions{})
-	cs := newCountingServer(t, 40*time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	cs := newCountingServer(t, stepDelay)
 	pc := startCluster(t, r, 3)
-	nodes := pc.Nodes()
 	c := pc.Node(0).Client()
 	_, err := c.PutTenant(ctx, acmeTenant())
 	require.NoError(t, err)
@@ -243,10 +238,24 @@ func TestCluster_pausedNodeIsFencedAndRejoins(t *testing.T) {
 	}
 	var victim *testkit.ProcessNode
 	testkit.Eventually(t, 60*time.Second, 50*time.Millisecond, func() bool {
-		b, total := busiest(ctx, c, nodes)
+		b, total := busiest(ctx, c, pc.Nodes())
 		victim = b
 		return total >= 10
 	}, "cluster busy")
+	return pc, c, ids, victim
+}
+
+// TestCluster_pausedNodeIsFencedAndRejoins: a node SIGSTOPped past the failure timeout and then
+// resumed cannot commit (its epochs are stale), stops its stale executions, restarts under a
+// new member id; the runs still finish exactly once.
+func TestCluster_pausedNodeIsFencedAndRejoins(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process cluster test")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	pc, c, ids, victim := busyCluster(t, ctx, 40*time.Millisecond)
+	nodes := pc.Nodes()
 	victim.Stop()
 	c = pc.Reachable()[0].Client()
 	// The survivors declare it dead: its instances leave the registry.
@@ -355,30 +364,9 @@ func TestCluster_partitionedNodeRunsMoveAndItRejoins(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process cluster test")
 	}
-	testkit.RequireRedis(t)
-	r := testkit.StartRedis(t, testkit.RedisOptions{})
-	cs := newCountingServer(t, 200*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	pc := startCluster(t, r, 3)
-	nodes := pc.Nodes()
-	c := pc.Node(0).Client()
-	_, err := c.PutTenant(ctx, acmeTenant())
-	require.NoError(t, err)
-	_, err = c.PutPipeline(ctx, "crashy", []byte(httpChain(cs.URL, 20)))
-	require.NoError(t, err)
-	var ids []string
-	for i := 0; i < 30; i++ {
-		s, err := c.Submit(ctx, api.SubmitRequest{Pipeline: "crashy", TenantID: "acme"})
-		require.NoError(t, err)
-		ids = append(ids, s.SharedRunID)
-	}
-	var victim *testkit.ProcessNode
-	testkit.Eventually(t, 60*time.Second, 50*time.Millisecond, func() bool {
-		b, total := busiest(ctx, c, nodes)
-		victim = b
-		return total >= 10
-	}, "cluster busy")
+	pc, c, ids, victim := busyCluster(t, ctx, 200*time.Millisecond)
 	memberBefore, err := victim.MemberID(ctx)
 	require.NoError(t, err)
 	// Which runs the victim holds now: they must move.
