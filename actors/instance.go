@@ -138,6 +138,11 @@ func (in *instance) Receive(c actor.Context) {
 
 func (in *instance) start(c actor.Context) {
 	t := tenancy.Normalize(in.spec.Settings)
+	if t.IsolationMode == messages.IsolationShared {
+		// Shared capacity belongs to no tenant: the tenant whose run caused the scale-out must
+		// not be named on it (other tenants list it).
+		t.TenantId, t.TenantGroupId = "", ""
+	}
 	in.spec.Settings = t
 	in.workers = int(t.WorkerCountPerInstance)
 	in.maxConcurrent = int(t.MaxConcurrentRunsPerInstance)
@@ -326,7 +331,7 @@ func (in *instance) control(c actor.Context, m *messages.ControlRequest) *messag
 	case "pause_queue":
 		in.paused = true
 	case "resume_queue":
-		in.paused = false
+		in.paused, in.draining = false, false // resume returns a paused or draining instance to service
 		in.tryStart(c)
 	case "drain_queue":
 		in.draining = true
