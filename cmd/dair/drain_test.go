@@ -131,10 +131,20 @@ func TestCluster_twoControlPlanesDrainSharedQueue(t *testing.T) {
 		require.NoError(t, err)
 		warm = append(warm, s.SharedRunID)
 	}
-	waitAll(t, ctx, cps[0], warm, time.Minute)
-	list, err := cps[0].ListInstances(ctx, tenant)
-	require.NoError(t, err)
-	require.Len(t, list.Instances, 2, "the warm-up did not scale the tenant to two instances")
+	for id, run := range waitAll(t, ctx, cps[0], warm, time.Minute) {
+		require.Equal(t, messages.RunSucceeded, run.Status, "warm-up run %s: %s", id, run.FailureReason)
+	}
+	// The scale-out that the saturated first instance asked for may finish after the warm-up
+	// runs (they can all fit on the first instance in two rounds): wait for it.
+	var list *api.InstanceList
+	testkit.Eventually(t, 30*time.Second, 20*time.Millisecond, func() bool {
+		l, err := cps[0].ListInstances(ctx, tenant)
+		if err != nil {
+			return false
+		}
+		list = l
+		return len(l.Instances) == 2
+	}, "the warm-up did not scale the tenant to two instances")
 
 	// Queue the runs with every instance paused, then resume and let both pumps drain.
 	for _, in := range list.Instances {
