@@ -21,8 +21,8 @@ test: ## run every test with the race detector
 bench: ## run the Go benchmarks (about 8 minutes on 2 cores) and print their standard lines
 	$(GO) test -run '^$$' -bench 'BenchmarkRawLuaCommit|BenchmarkCommitSteps' -benchtime 20000x -timeout 5m ./internal/store/redisstore ./internal/store/boltstore
 	$(GO) test -run '^$$' -bench 'BenchmarkStepCommits' -benchtime 50000x -timeout 5m ./actors
-	$(GO) test -run '^$$' -bench 'BenchmarkRuns3Step' -benchtime 10000x -timeout 5m ./actors
-	$(GO) test -run '^$$' -bench 'BenchmarkSubmitToFirstStep' -benchtime 2000x -timeout 5m ./actors
+	$(GO) test -run '^$$' -bench 'BenchmarkRuns3Step' -benchtime 6000x -timeout 5m ./actors
+	$(GO) test -run '^$$' -bench 'BenchmarkSubmitToFirstStep' -benchtime 1000x -timeout 5m ./actors
 	$(GO) test -run '^$$' -bench 'BenchmarkInFlightMemory' -benchtime 1x -timeout 8m ./actors
 	$(GO) test -run '^$$' -bench 'BenchmarkHTTPRuns3Step' -benchtime 3000x -timeout 5m ./internal/api
 	$(GO) test -run '^$$' -bench 'BenchmarkClusterMessages' -benchtime 200000x -timeout 5m ./cluster
