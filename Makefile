@@ -18,7 +18,7 @@ build: ## build the binary into bin/dair
 test: ## run every test with the race detector
 	$(GO) test -race -count=1 -timeout 14m $(PKG)
 
-bench: ## run the Go benchmarks (about 8 minutes on 2 cores) and print their standard lines
+bench: ## run the Go benchmarks (about 5 minutes on 2 cores) and print their standard lines
 	$(GO) test -run '^$$' -bench 'BenchmarkRawLuaCommit|BenchmarkCommitSteps' -benchtime 20000x -timeout 5m ./internal/store/redisstore ./internal/store/boltstore
 	$(GO) test -run '^$$' -bench 'BenchmarkStepCommits' -benchtime 50000x -timeout 5m ./actors
 	$(GO) test -run '^$$' -bench 'BenchmarkRuns3Step' -benchtime 6000x -timeout 5m ./actors
