@@ -28,11 +28,7 @@ func (s *Store) PutTenant(ctx context.Context, t *messages.TenantSettings) error
 func (s *Store) GetTenant(ctx context.Context, id string) (*messages.TenantSettings, error) {
 	t := &messages.TenantSettings{}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		ok, err := get(tx, bTenants, []byte(id), t)
-		if err == nil && !ok {
-			err = store.ErrNotFound
-		}
-		return err
+		return getFound(tx, bTenants, []byte(id), t)
 	})
 	if err != nil {
 		return nil, wrap("get tenant", id, err)
@@ -86,11 +82,7 @@ func (s *Store) CreateScaleOut(ctx context.Context, r *messages.ScaleOutRequest)
 func (s *Store) GetScaleOut(ctx context.Context, id string) (*messages.ScaleOutRequest, error) {
 	r := &messages.ScaleOutRequest{}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		ok, err := get(tx, bScaleOuts, []byte(id), r)
-		if err == nil && !ok {
-			err = store.ErrNotFound
-		}
-		return err
+		return getFound(tx, bScaleOuts, []byte(id), r)
 	})
 	if err != nil {
 		return nil, wrap("get scale-out", id, err)
@@ -192,11 +184,7 @@ func (s *Store) GetPipeline(ctx context.Context, pkey, hash string) (*messages.P
 				return store.ErrNotFound
 			}
 		}
-		ok, err := get(tx, bPipelines, key(pkey, h), p)
-		if err == nil && !ok {
-			err = store.ErrNotFound
-		}
-		return err
+		return getFound(tx, bPipelines, key(pkey, h), p)
 	})
 	if err != nil {
 		return nil, wrap("get pipeline", pkey+"@"+hash, err)

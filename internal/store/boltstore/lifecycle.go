@@ -9,7 +9,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -27,11 +26,7 @@ func (s *Store) PutTenantState(ctx context.Context, st *messages.TenantState) er
 func (s *Store) GetTenantState(ctx context.Context, tenantID string) (*messages.TenantState, error) {
 	st := &messages.TenantState{}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		ok, err := get(tx, bTenantStates, []byte(tenantID), st)
-		if err == nil && !ok {
-			err = store.ErrNotFound
-		}
-		return err
+		return getFound(tx, bTenantStates, []byte(tenantID), st)
 	})
 	if err != nil {
 		return nil, wrap("get tenant state", tenantID, err)
@@ -72,11 +67,7 @@ func (s *Store) PutInstanceRecord(ctx context.Context, r *messages.InstanceRecor
 func (s *Store) GetInstanceRecord(ctx context.Context, id string) (*messages.InstanceRecord, error) {
 	r := &messages.InstanceRecord{}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		ok, err := get(tx, bInstRecords, []byte(id), r)
-		if err == nil && !ok {
-			err = store.ErrNotFound
-		}
-		return err
+		return getFound(tx, bInstRecords, []byte(id), r)
 	})
 	if err != nil {
 		return nil, wrap("get instance record", id, err)

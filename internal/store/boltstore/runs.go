@@ -84,11 +84,7 @@ func (s *Store) CreateRun(ctx context.Context, run *messages.SharedRun) (*messag
 func (s *Store) GetRun(ctx context.Context, id string) (*messages.SharedRun, error) {
 	r := &messages.SharedRun{}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		ok, err := get(tx, bRuns, []byte(id), r)
-		if err == nil && !ok {
-			err = fmt.Errorf("boltstore: get run %s: %w", id, store.ErrNotFound)
-		}
-		return err
+		return getFound(tx, bRuns, []byte(id), r)
 	})
 	if err != nil {
 		return nil, wrap("get run", id, err)

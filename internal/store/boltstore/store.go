@@ -233,6 +233,16 @@ func get(tx *bolt.Tx, bucket, key []byte, m proto.Message) (bool, error) {
 	return true, nil
 }
 
+// getFound is get for a record that must exist: a missing key is store.ErrNotFound (the caller
+// wraps it with the operation and id).
+func getFound(tx *bolt.Tx, bucket, key []byte, m proto.Message) error {
+	ok, err := get(tx, bucket, key, m)
+	if err == nil && !ok {
+		err = store.ErrNotFound
+	}
+	return err
+}
+
 // put marshals m under key of bucket.
 func put(tx *bolt.Tx, bucket, key []byte, m proto.Message) error {
 	v, err := proto.Marshal(m)
