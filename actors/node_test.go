@@ -2,15 +2,14 @@ package actors_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/dairuntime/dair/actors"
-	"github.com/dairuntime/dair/internal/store/boltstore"
 	"github.com/dairuntime/dair/messages"
+	"github.com/dairuntime/dair/testkit"
 )
 
 const threeStep = `
@@ -29,19 +28,8 @@ steps:
     with: {value: "c"}
 `
 
-func startBolt(t *testing.T) *actors.Node {
-	t.Helper()
-	st, err := boltstore.Open(boltstore.Options{Path: filepath.Join(t.TempDir(), "dair.db"), NoSync: true})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, st.Close()) })
-	n, err := actors.Start(context.Background(), actors.Config{NodeID: "t1", Store: st, PumpInterval: 10 * time.Millisecond})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, n.Stop(context.Background())) })
-	return n
-}
-
 func TestNode_Submit_threeStepSucceeds(t *testing.T) {
-	n := startBolt(t)
+	n := testkit.StartNode(t, testkit.NodeOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	_, err := n.PutPipeline(ctx, []byte(threeStep))
