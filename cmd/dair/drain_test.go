@@ -19,13 +19,6 @@ import (
 	"github.com/dairuntime/dair/testkit"
 )
 
-const warmPipeline = `key: warm
-steps:
-  - id: nap
-    uses: sleep
-    with: {duration: 500ms}
-`
-
 const quickPipeline = `key: quick
 steps:
   - id: hello
@@ -119,38 +112,36 @@ func TestCluster_twoControlPlanesDrainSharedQueue(t *testing.T) {
 		RuntimeInstanceIDPrefix: "drain-runtime", MaxRuntimeInstances: 2, WorkerCountPerInstance: 20,
 		MaxConcurrentRunsPerInstance: 10, LocalQueueCapacity: 100})
 	require.NoError(t, err)
-	for key, p := range map[string]string{"warm": warmPipeline, "quick": quickPipeline} {
-		_, err = cps[0].PutPipeline(ctx, key, []byte(p))
-		require.NoError(t, err)
-	}
+	_, err = cps[0].PutPipeline(ctx, "quick", []byte(quickPipeline))
+	require.NoError(t, err)
 
-	// Warm up: 20 half-second runs fill one instance and make the tenant scale out to two.
-	var warm []string
-	for i := 0; i < 20; i++ {
-		s, err := cps[i%2].Submit(ctx, api.SubmitRequest{Pipeline: "warm", TenantID: tenant})
-		require.NoError(t, err)
-		warm = append(warm, s.SharedRunID)
-	}
-	for id, run := range waitAll(t, ctx, cps[0], warm, time.Minute) {
-		require.Equal(t, messages.RunSucceeded, run.Status, "warm-up run %s: %s", id, run.FailureReason)
-	}
-	// The scale-out that the saturated first instance asked for may finish after the warm-up
-	// runs (they can all fit on the first instance in two rounds): wait for it.
+	// Warm up, deterministically: one run makes the tenant scale out to its first instance;
+	// with that instance paused, a second run makes it scale out to the second (admission sees
+	// the paused instance as busy and the tenant below MaxRuntimeInstances).
 	var list *api.InstanceList
-	testkit.Eventually(t, 30*time.Second, 20*time.Millisecond, func() bool {
-		l, err := cps[0].ListInstances(ctx, tenant)
-		if err != nil {
-			return false
+	for want := 1; want <= 2; want++ {
+		s, err := cps[want%2].Submit(ctx, api.SubmitRequest{Pipeline: "quick", TenantID: tenant})
+		require.NoError(t, err)
+		for id, run := range waitAll(t, ctx, cps[0], []string{s.SharedRunID}, time.Minute) {
+			require.Equal(t, messages.RunSucceeded, run.Status, "warm-up run %s: %s", id, run.FailureReason)
 		}
-		list = l
-		return len(l.Instances) == 2
-	}, "the warm-up did not scale the tenant to two instances")
+		testkit.Eventually(t, 30*time.Second, 20*time.Millisecond, func() bool {
+			l, err := cps[0].ListInstances(ctx, tenant)
+			if err != nil {
+				return false
+			}
+			list = l
+			return len(l.Instances) == want
+		}, fmt.Sprintf("the warm-up did not scale the tenant to %d instances", want))
+		for _, in := range list.Instances {
+			if !in.IsQueuePaused {
+				_, err := cps[0].ControlInstance(ctx, in.RuntimeInstanceID, client.OpPause)
+				require.NoError(t, err)
+			}
+		}
+	}
 
 	// Queue the runs with every instance paused, then resume and let both pumps drain.
-	for _, in := range list.Instances {
-		_, err := cps[0].ControlInstance(ctx, in.RuntimeInstanceID, client.OpPause)
-		require.NoError(t, err)
-	}
 	ids := make([]string, runs)
 	var wg sync.WaitGroup
 	errs := make(chan error, runs)
