@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dairuntime/dair/internal/api"
+	"github.com/dairuntime/dair/testkit"
 )
 
 func TestServer_Events_resumeWithLastEventID(t *testing.T) {
@@ -80,9 +81,16 @@ func TestServer_Events_heartbeatAndPastEnd(t *testing.T) {
 		t.Fatal("no heartbeat comment")
 	}
 	run := f.waitRun(sr.SharedRunID, isFinal)
-	var l api.Ledger
-	f.call("GET", "/v1/executions/"+run.SharedRunID+"/ledger", "", http.StatusOK, &l)
-	last := l.Entries[len(l.Entries)-1].Seq
+	// The run's status turns final just before its terminal ledger entry is appended: wait for
+	// the entry, which is where the stream ends.
+	var last int64
+	testkit.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool {
+		var l api.Ledger
+		f.call("GET", "/v1/executions/"+run.SharedRunID+"/ledger", "", http.StatusOK, &l)
+		end := l.Entries[len(l.Entries)-1]
+		last = end.Seq
+		return end.Kind == "run_succeeded" || end.Kind == "run_failed" || end.Kind == "run_cancelled"
+	}, "the terminal ledger entry")
 	// Resuming at the terminal event ends the stream without events.
 	evs := f.openStream("GET", "/v1/runs/"+sr.SharedRunID+"/events", "", "Last-Event-ID", strconv.FormatInt(last, 10)).readAll()
 	if len(evs) != 0 {
