@@ -214,19 +214,18 @@ func (n *Node) ControlRun(ctx context.Context, id, op string) (*messages.SharedR
 		if op != "cancel_run" {
 			return run, fmt.Errorf("%w: run is %s", ErrNotRunning, run.Status)
 		}
-		changed := false
-		upd, err := e.st.UpdateRun(ctx, id, func(r *messages.SharedRun) error {
-			changed = r.Status == messages.RunQueued || r.Status == messages.RunScaleOutRequested
-			if changed {
-				r.Status, r.FailureReason = messages.RunCancelled, "cancelled"
+		entry := &messages.LedgerEntry{Kind: messages.KindRunCancelled, SharedRunId: id, TenantId: run.TenantId, Reason: "cancelled-before-dispatch"}
+		upd, changed, err := e.finishRun(ctx, id, entry, func(r *messages.SharedRun) bool {
+			if r.Status != messages.RunQueued && r.Status != messages.RunScaleOutRequested {
+				return false
 			}
-			return nil
+			r.Status, r.FailureReason = messages.RunCancelled, "cancelled"
+			return true
 		})
 		if err != nil {
 			return nil, err
 		}
 		if changed {
-			e.ledger(ctx, &messages.LedgerEntry{Kind: messages.KindRunCancelled, SharedRunId: id, TenantId: run.TenantId, Reason: "cancelled-before-dispatch"})
 			return upd, nil
 		}
 		run = upd

@@ -329,20 +329,20 @@ func (c *core) requestScaleOut(ctx context.Context, run *messages.SharedRun, t *
 
 // reject fails a run that admission refused.
 func (c *core) reject(ctx context.Context, run *messages.SharedRun, reason string) error {
-	changed := false
-	if _, err := c.env.st.UpdateRun(ctx, run.SharedRunId, func(r *messages.SharedRun) error {
-		changed = !messages.IsTerminalRun(r.Status)
-		if changed {
-			r.Status, r.FailureReason = messages.RunFailed, reason
+	entry := &messages.LedgerEntry{Kind: messages.KindRunFailed, SharedRunId: run.SharedRunId, ExecutionId: run.ExecutionId,
+		TenantId: run.GetSnapshot().GetTenantId(), Reason: reason}
+	_, changed, err := c.env.finishRun(ctx, run.SharedRunId, entry, func(r *messages.SharedRun) bool {
+		if messages.IsTerminalRun(r.Status) {
+			return false
 		}
-		return nil
-	}); err != nil {
+		r.Status, r.FailureReason = messages.RunFailed, reason
+		return true
+	})
+	if err != nil {
 		return fmt.Errorf("reject run %s: %w", run.SharedRunId, err)
 	}
 	if changed {
 		c.env.metrics.runFinished(messages.RunFailed)
-		c.env.ledger(ctx, &messages.LedgerEntry{Kind: messages.KindRunFailed, SharedRunId: run.SharedRunId, ExecutionId: run.ExecutionId,
-			TenantId: run.GetSnapshot().GetTenantId(), Reason: reason})
 	}
 	return nil
 }

@@ -65,6 +65,27 @@ func (e *env) ledger(ctx context.Context, entries ...*messages.LedgerEntry) {
 	}
 }
 
+// finishRun updates run id with fn and, when fn reports that it changed the run, appends entry
+// to the run's ledger in the same store write (a terminal status never exists without its
+// terminal entry). It returns the stored run and whether fn changed it.
+func (e *env) finishRun(ctx context.Context, id string, entry *messages.LedgerEntry, fn func(r *messages.SharedRun) bool) (*messages.SharedRun, bool, error) {
+	changed := false
+	run, appended, err := e.st.UpdateRunAndAppend(ctx, id, func(r *messages.SharedRun) (*messages.LedgerEntry, error) {
+		changed = fn(r)
+		if !changed {
+			return nil, nil
+		}
+		return entry, nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if appended != nil {
+		e.hub.Notify(id, isTerminalKind(appended.Kind))
+	}
+	return run, changed, nil
+}
+
 // appendDirect writes entries without the committer (it is closed: the node is stopping).
 func (e *env) appendDirect(ctx context.Context, entries []*messages.LedgerEntry) {
 	if _, err := e.st.Append(ctx, entries...); err != nil {

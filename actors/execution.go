@@ -610,24 +610,22 @@ func finalizeRun(ctx context.Context, s *execSeed, status, reason string, output
 	}); err != nil {
 		return fmt.Errorf("finalize execution %s: %w", s.executionID, err)
 	}
-	changed := false
-	if _, err := e.st.UpdateRun(ctx, s.req.SharedRunId, func(r *messages.SharedRun) error {
-		changed = false
+	kind := map[string]string{messages.RunSucceeded: messages.KindRunSucceeded, messages.RunFailed: messages.KindRunFailed, messages.RunCancelled: messages.KindRunCancelled}[status]
+	entry := &messages.LedgerEntry{Kind: kind, SharedRunId: s.req.SharedRunId, ExecutionId: s.executionID,
+		RuntimeInstanceId: s.instanceID, Epoch: s.epoch, Reason: reason, TenantId: s.req.GetSnapshot().GetTenantId()}
+	_, changed, err := e.finishRun(ctx, s.req.SharedRunId, entry, func(r *messages.SharedRun) bool {
 		if messages.IsTerminalRun(r.Status) || (r.ExecutionId != "" && r.ExecutionId != s.executionID) {
-			return nil
+			return false
 		}
-		changed = true
 		r.Status, r.Output, r.FailureReason = status, output, reason
-		return nil
-	}); err != nil {
+		return true
+	})
+	if err != nil {
 		return fmt.Errorf("finalize run %s: %w", s.req.SharedRunId, err)
 	}
 	if !changed {
 		return nil
 	}
-	kind := map[string]string{messages.RunSucceeded: messages.KindRunSucceeded, messages.RunFailed: messages.KindRunFailed, messages.RunCancelled: messages.KindRunCancelled}[status]
-	e.ledger(ctx, &messages.LedgerEntry{Kind: kind, SharedRunId: s.req.SharedRunId, ExecutionId: s.executionID,
-		RuntimeInstanceId: s.instanceID, Epoch: s.epoch, Reason: reason, TenantId: s.req.GetSnapshot().GetTenantId()})
 	e.metrics.runFinished(status)
 	e.usage(&messages.UsageEvent{Kind: "run", TenantId: s.req.GetSnapshot().GetTenantId(), SharedRunId: s.req.SharedRunId,
 		ExecutionId: s.executionID, At: e.now().UnixNano()})

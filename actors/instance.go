@@ -299,20 +299,20 @@ func failExecution(e *env, seed *execSeed, reason string) {
 			e.log.Warn("fail execution", zap.String("execution_id", execID), zap.Error(err))
 			return
 		}
-		changed := false
-		if _, err := e.st.UpdateRun(ctx, req.SharedRunId, func(r *messages.SharedRun) error {
-			changed = !messages.IsTerminalRun(r.Status)
-			if changed {
-				r.Status, r.FailureReason = messages.RunFailed, reason
+		entry := &messages.LedgerEntry{Kind: messages.KindRunFailed, SharedRunId: req.SharedRunId,
+			RuntimeInstanceId: instanceID, Reason: reason, TenantId: req.GetSnapshot().GetTenantId()}
+		_, changed, err := e.finishRun(ctx, req.SharedRunId, entry, func(r *messages.SharedRun) bool {
+			if messages.IsTerminalRun(r.Status) {
+				return false
 			}
-			return nil
-		}); err != nil {
+			r.Status, r.FailureReason = messages.RunFailed, reason
+			return true
+		})
+		if err != nil {
 			e.log.Warn("fail run", zap.String("tenant_id", req.GetSnapshot().GetTenantId()), zap.String("shared_run_id", req.SharedRunId), zap.Error(err))
 			return
 		}
 		if changed {
-			e.ledger(ctx, &messages.LedgerEntry{Kind: messages.KindRunFailed, SharedRunId: req.SharedRunId,
-				RuntimeInstanceId: instanceID, Reason: reason, TenantId: req.GetSnapshot().GetTenantId()})
 			e.metrics.runFinished(messages.RunFailed)
 		}
 	}()
@@ -383,18 +383,20 @@ func cancelQueued(e *env, req *messages.DispatchRequest, instanceID, reason stri
 		if reason == "" {
 			reason = "cancelled"
 		}
-		if _, err := e.st.UpdateRun(ctx, req.SharedRunId, func(r *messages.SharedRun) error {
-			if !messages.IsTerminalRun(r.Status) {
-				r.Status, r.FailureReason = messages.RunCancelled, reason
+		entry := &messages.LedgerEntry{Kind: messages.KindRunCancelled, SharedRunId: req.SharedRunId, RuntimeInstanceId: instanceID,
+			Reason: reason, TenantId: req.GetSnapshot().GetTenantId()}
+		if _, _, err := e.finishRun(ctx, req.SharedRunId, entry, func(r *messages.SharedRun) bool {
+			if messages.IsTerminalRun(r.Status) {
+				return false
 			}
-			return nil
+			r.Status, r.FailureReason = messages.RunCancelled, reason
+			return true
 		}); err != nil {
-			e.log.Warn("cancel queued run", zap.Error(err))
+			e.log.Warn("cancel queued run", zap.String("shared_run_id", req.SharedRunId), zap.Error(err))
 		}
 		if err := e.st.ReleaseReservation(ctx, instanceID, req.SharedRunId); err != nil {
 			e.log.Warn("release reservation", zap.Error(err))
 		}
-		e.ledger(ctx, &messages.LedgerEntry{Kind: messages.KindRunCancelled, SharedRunId: req.SharedRunId, RuntimeInstanceId: instanceID, Reason: reason, TenantId: req.GetSnapshot().GetTenantId()})
 	}()
 }
 

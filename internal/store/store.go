@@ -66,6 +66,12 @@ type Runs interface {
 	// transaction on bbolt) and stores the result. fn may be called more than once; an error
 	// from fn aborts the update and is returned as is.
 	UpdateRun(ctx context.Context, id string, fn func(*messages.SharedRun) error) (*messages.SharedRun, error)
+	// UpdateRunAndAppend is UpdateRun whose fn may also return a ledger entry of the run: the
+	// run and the entry are written together or not at all, so a run's terminal status is
+	// never visible without its terminal ledger entry (nor lost on a crash between the two).
+	// It returns the stored run and a copy of the appended entry with Seq and At set (nil when
+	// fn returned none).
+	UpdateRunAndAppend(ctx context.Context, id string, fn func(*messages.SharedRun) (*messages.LedgerEntry, error)) (*messages.SharedRun, *messages.LedgerEntry, error)
 	// ListRuns returns runs newest first.
 	ListRuns(ctx context.Context, f RunFilter) ([]*messages.SharedRun, error)
 }

@@ -94,10 +94,18 @@ func (s *Store) GetRun(ctx context.Context, id string) (*messages.SharedRun, err
 
 // UpdateRun applies fn in one write transaction and sets UpdatedAt. fn may run more than once.
 func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*messages.SharedRun) error) (*messages.SharedRun, error) {
+	run, _, err := s.UpdateRunAndAppend(ctx, id, func(r *messages.SharedRun) (*messages.LedgerEntry, error) { return nil, fn(r) })
+	return run, err
+}
+
+// UpdateRunAndAppend applies fn to the run and appends the entry fn returns (if any) in one
+// transaction.
+func (s *Store) UpdateRunAndAppend(ctx context.Context, id string, fn func(*messages.SharedRun) (*messages.LedgerEntry, error)) (*messages.SharedRun, *messages.LedgerEntry, error) {
 	var out *messages.SharedRun
+	var appended *messages.LedgerEntry
 	var fnErr error
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		out, fnErr = nil, nil
+		out, appended, fnErr = nil, nil, nil
 		r := &messages.SharedRun{}
 		ok, err := get(tx, bRuns, []byte(id), r)
 		if err != nil {
@@ -107,7 +115,8 @@ func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*messages.Shar
 			return fmt.Errorf("boltstore: update run %s: %w", id, store.ErrNotFound)
 		}
 		oldIdx := createdKey(r)
-		if err := fn(r); err != nil {
+		entry, err := fn(r)
+		if err != nil {
 			fnErr = err
 			return err
 		}
@@ -125,16 +134,23 @@ func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*messages.Shar
 		if err := put(tx, bRuns, []byte(id), r); err != nil {
 			return err
 		}
+		if entry != nil {
+			appended = proto.Clone(entry).(*messages.LedgerEntry)
+			appended.SharedRunId = id
+			if err := appendEntry(tx, s.nowNanos(), appended); err != nil {
+				return err
+			}
+		}
 		out = r
 		return nil
 	})
 	if fnErr != nil && err == fnErr {
-		return nil, err
+		return nil, nil, err
 	}
 	if err != nil {
-		return nil, wrap("update run", id, err)
+		return nil, nil, wrap("update run", id, err)
 	}
-	return out, nil
+	return out, appended, nil
 }
 
 // ListRuns returns runs matching f, newest first (CreatedAt desc, then id asc).

@@ -236,31 +236,55 @@ func (s *Store) loadVersioned(ctx context.Context, key string) (pb []byte, ver s
 // pb and ver, let apply produce the new pb, and write it back only if ver is unchanged. apply
 // returning an error aborts the loop with that error.
 func (s *Store) updateVersioned(ctx context.Context, op, key string, apply func(pb []byte) ([]byte, error)) error {
+	_, err := s.updateVersionedAppend(ctx, op, key, "", func(pb []byte) ([]byte, []byte, error) {
+		next, err := apply(pb)
+		return next, nil, err
+	})
+	return err
+}
+
+// updateVersionedAppend is updateVersioned whose apply may also return an item to push onto
+// the list listKey in the same script (an empty item pushes nothing). It returns the list's
+// new length, which is the item's ledger sequence number, or 0 when nothing was pushed.
+func (s *Store) updateVersionedAppend(ctx context.Context, op, key, listKey string, apply func(pb []byte) (next, item []byte, err error)) (int64, error) {
 	if err := s.check(); err != nil {
-		return fmt.Errorf("redisstore: %s: %w", op, err)
+		return 0, fmt.Errorf("redisstore: %s: %w", op, err)
 	}
 	for range maxCASAttempts {
 		pb, ver, err := s.loadVersioned(ctx, key)
 		if err != nil {
-			return fmt.Errorf("redisstore: %s: %w", op, err)
+			return 0, fmt.Errorf("redisstore: %s: %w", op, err)
 		}
-		next, err := apply(pb)
+		next, item, err := apply(pb)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		res, err := s.runScript(ctx, op, scriptCAS, []string{key}, ver, next)
-		if err != nil {
-			return err
+		var code, seq int64
+		if len(item) == 0 {
+			res, err := s.runScript(ctx, op, scriptCAS, []string{key}, ver, next)
+			if err != nil {
+				return 0, err
+			}
+			code, _ = res.(int64)
+		} else {
+			res, err := s.runScript(ctx, op, scriptCASAppend, []string{key, listKey}, ver, next, item)
+			if err != nil {
+				return 0, err
+			}
+			if out, ok := res.([]any); ok && len(out) == 2 {
+				code, _ = out[0].(int64)
+				seq, _ = out[1].(int64)
+			}
 		}
-		switch n, _ := res.(int64); n {
+		switch code {
 		case casOK:
-			return nil
+			return seq, nil
 		case casMissing:
-			return fmt.Errorf("redisstore: %s: %w", op, store.ErrNotFound)
+			return 0, fmt.Errorf("redisstore: %s: %w", op, store.ErrNotFound)
 		}
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("redisstore: %s: %w", op, err)
+			return 0, fmt.Errorf("redisstore: %s: %w", op, err)
 		}
 	}
-	return fmt.Errorf("redisstore: %s: %w", op, ErrConflict)
+	return 0, fmt.Errorf("redisstore: %s: %w", op, ErrConflict)
 }

@@ -100,23 +100,47 @@ func (s *Store) GetRun(ctx context.Context, id string) (*messages.SharedRun, err
 
 // UpdateRun applies fn under an optimistic compare-and-set loop and sets UpdatedAt.
 func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*messages.SharedRun) error) (*messages.SharedRun, error) {
-	var out *messages.SharedRun
-	err := s.updateVersioned(ctx, "update run "+id, s.runKey(id), func(pb []byte) ([]byte, error) {
+	run, _, err := s.UpdateRunAndAppend(ctx, id, func(r *messages.SharedRun) (*messages.LedgerEntry, error) { return nil, fn(r) })
+	return run, err
+}
+
+// UpdateRunAndAppend applies fn to the run and pushes the entry fn returns (if any) onto the
+// run's ledger in the same script.
+func (s *Store) UpdateRunAndAppend(ctx context.Context, id string, fn func(*messages.SharedRun) (*messages.LedgerEntry, error)) (*messages.SharedRun, *messages.LedgerEntry, error) {
+	var (
+		out   *messages.SharedRun
+		entry *messages.LedgerEntry
+	)
+	seq, err := s.updateVersionedAppend(ctx, "update run "+id, s.runKey(id), s.ledgerKey(id), func(pb []byte) ([]byte, []byte, error) {
 		r := &messages.SharedRun{}
 		if err := unmarshal("run", pb, r); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if err := fn(r); err != nil {
-			return nil, err
+		le, err := fn(r)
+		if err != nil {
+			return nil, nil, err
 		}
 		r.UpdatedAt = s.now().UnixNano()
-		out = r
-		return marshal("run", r)
+		out, entry = r, nil
+		next, err := marshal("run", r)
+		if err != nil || le == nil {
+			return next, nil, err
+		}
+		entry = proto.Clone(le).(*messages.LedgerEntry)
+		entry.SharedRunId, entry.Seq = id, 0
+		if entry.At == 0 {
+			entry.At = r.UpdatedAt
+		}
+		item, err := marshal("ledger entry", entry)
+		return next, item, err
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return proto.Clone(out).(*messages.SharedRun), nil
+	if entry != nil {
+		entry.Seq = seq
+	}
+	return proto.Clone(out).(*messages.SharedRun), entry, nil
 }
 
 // ListRuns returns runs newest first (CreatedAt descending, then id ascending). It pages

@@ -18,6 +18,17 @@ redis.call('HINCRBY', KEYS[1], 'ver', 1)
 return 1
 `)
 
+// scriptCASAppend is scriptCAS that also pushes ARGV[3] onto the list KEYS[2] when the write
+// happens. Returns {code, new list length} with code as scriptCAS's.
+var scriptCASAppend = redis.NewScript(`
+local v = redis.call('HGET', KEYS[1], 'ver')
+if not v then return {-1, 0} end
+if v ~= ARGV[1] then return {0, 0} end
+redis.call('HSET', KEYS[1], 'pb', ARGV[2])
+redis.call('HINCRBY', KEYS[1], 'ver', 1)
+return {1, redis.call('RPUSH', KEYS[2], ARGV[3])}
+`)
+
 // scriptCreateRun stores a run unless its id or its tenant's idempotency key is taken.
 // KEYS[1] run hash, KEYS[2] idempotency key, KEYS[3] all-runs index, KEYS[4] tenant index.
 // ARGV[1] pb, ARGV[2] created_at score, ARGV[3] id, ARGV[4] '1' when an idempotency key is
@@ -234,7 +245,7 @@ return 0
 
 // allScripts are loaded by Open.
 var allScripts = []*redis.Script{
-	scriptCAS, scriptCreateRun, scriptCreateVersioned, scriptEnqueue, scriptClaim, scriptAck,
+	scriptCAS, scriptCASAppend, scriptCreateRun, scriptCreateVersioned, scriptEnqueue, scriptClaim, scriptAck,
 	scriptRelease, scriptGCInstances, scriptReserve, scriptRefresh, scriptCreateExecution,
 	scriptAcquireExecution, scriptUpdateExecution, scriptCommit, scriptAppend,
 	scriptAcquireLease, scriptReleaseLease,

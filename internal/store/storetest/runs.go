@@ -20,6 +20,9 @@ var runTests = []contractTest{
 	{"UpdateRun_fnError", testUpdateRunFnError},
 	{"UpdateRun_notFound", testUpdateRunNotFound},
 	{"UpdateRun_concurrent", testUpdateRunConcurrent},
+	{"UpdateRunAndAppend_together", testUpdateRunAndAppendTogether},
+	{"UpdateRunAndAppend_fnError", testUpdateRunAndAppendFnError},
+	{"UpdateRunAndAppend_concurrent", testUpdateRunAndAppendConcurrent},
 	{"ListRuns_orderAndFilter", testListRunsOrderAndFilter},
 }
 
@@ -149,6 +152,89 @@ func testUpdateRunConcurrent(t *testing.T, e *env) {
 	stored, err := e.st.GetRun(e.ctx, "r1")
 	noErr(t, err)
 	equal(t, "attempts", stored.GetAttempts(), int32(n))
+}
+
+// testUpdateRunAndAppendTogether: the entry lands after the run's earlier entries with the
+// next Seq, and a nil entry appends nothing.
+func testUpdateRunAndAppendTogether(t *testing.T, e *env) {
+	_, _, err := e.st.CreateRun(e.ctx, run("r1", "t1"))
+	noErr(t, err)
+	_, err = e.st.Append(e.ctx, &messages.LedgerEntry{SharedRunId: "r1", Kind: messages.KindStepSucceeded})
+	noErr(t, err)
+	e.clock.Advance(time.Second)
+	got, entry, err := e.st.UpdateRunAndAppend(e.ctx, "r1", func(r *messages.SharedRun) (*messages.LedgerEntry, error) {
+		r.Status = messages.RunSucceeded
+		return &messages.LedgerEntry{Kind: messages.KindRunSucceeded, ExecutionId: "x1"}, nil
+	})
+	noErr(t, err)
+	equal(t, "returned status", got.GetStatus(), messages.RunSucceeded)
+	equal(t, "entry seq", entry.GetSeq(), int64(2))
+	equal(t, "entry run", entry.GetSharedRunId(), "r1")
+	equal(t, "entry at", entry.GetAt(), epoch.Add(time.Second).UnixNano())
+	_, none, err := e.st.UpdateRunAndAppend(e.ctx, "r1", func(r *messages.SharedRun) (*messages.LedgerEntry, error) {
+		r.Attempts++
+		return nil, nil
+	})
+	noErr(t, err)
+	if none != nil {
+		t.Fatalf("a nil entry appended %v", none)
+	}
+	entries, err := e.st.ReadLedger(e.ctx, "r1", 0, 0)
+	noErr(t, err)
+	equal(t, "ledger length", len(entries), 2)
+	equal(t, "last kind", entries[1].GetKind(), messages.KindRunSucceeded)
+	equal(t, "last seq", entries[1].GetSeq(), int64(2))
+	equal(t, "last execution", entries[1].GetExecutionId(), "x1")
+	stored, err := e.st.GetRun(e.ctx, "r1")
+	noErr(t, err)
+	equal(t, "stored status", stored.GetStatus(), messages.RunSucceeded)
+	equal(t, "stored attempts", stored.GetAttempts(), int32(1))
+}
+
+// testUpdateRunAndAppendFnError: an error from fn writes neither the run nor the entry, and a
+// missing run is ErrNotFound.
+func testUpdateRunAndAppendFnError(t *testing.T, e *env) {
+	_, _, err := e.st.CreateRun(e.ctx, run("r1", "t1"))
+	noErr(t, err)
+	boom := errors.New("boom")
+	_, _, err = e.st.UpdateRunAndAppend(e.ctx, "r1", func(r *messages.SharedRun) (*messages.LedgerEntry, error) {
+		r.Status = messages.RunFailed
+		return &messages.LedgerEntry{Kind: messages.KindRunFailed}, boom
+	})
+	isErr(t, err, boom)
+	stored, err := e.st.GetRun(e.ctx, "r1")
+	noErr(t, err)
+	equal(t, "status unchanged", stored.GetStatus(), messages.RunQueued)
+	entries, err := e.st.ReadLedger(e.ctx, "r1", 0, 0)
+	noErr(t, err)
+	equal(t, "ledger length", len(entries), 0)
+	_, _, err = e.st.UpdateRunAndAppend(e.ctx, "missing", func(*messages.SharedRun) (*messages.LedgerEntry, error) {
+		return &messages.LedgerEntry{Kind: messages.KindRunFailed}, nil
+	})
+	isErr(t, err, store.ErrNotFound)
+	entries, err = e.st.ReadLedger(e.ctx, "missing", 0, 0)
+	noErr(t, err)
+	equal(t, "no ledger for a missing run", len(entries), 0)
+}
+
+// testUpdateRunAndAppendConcurrent: racing finishers that each append only when they make the
+// run terminal leave exactly one terminal entry (the guard and the append are one write).
+func testUpdateRunAndAppendConcurrent(t *testing.T, e *env) {
+	_, _, err := e.st.CreateRun(e.ctx, run("r1", "t1"))
+	noErr(t, err)
+	runConcurrently(t, 16, func(int) error {
+		_, _, err := e.st.UpdateRunAndAppend(e.ctx, "r1", func(r *messages.SharedRun) (*messages.LedgerEntry, error) {
+			if r.Status == messages.RunSucceeded {
+				return nil, nil
+			}
+			r.Status = messages.RunSucceeded
+			return &messages.LedgerEntry{Kind: messages.KindRunSucceeded}, nil
+		})
+		return err
+	})
+	entries, err := e.st.ReadLedger(e.ctx, "r1", 0, 0)
+	noErr(t, err)
+	equal(t, "terminal entries", len(entries), 1)
 }
 
 func testListRunsOrderAndFilter(t *testing.T, e *env) {
