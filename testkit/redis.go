@@ -306,16 +306,3 @@ func ping(addr string) (err error) {
 	}
 	return nil
 }
-
-// freePort asks the kernel for a free loopback TCP port.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("testkit: find free port: %w", err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
-		return 0, fmt.Errorf("testkit: find free port: %w", err)
-	}
-	return port, nil
-}

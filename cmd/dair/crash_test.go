@@ -78,7 +78,7 @@ func httpChain(url string, n int) string {
 // startServe starts a serving dair command and waits for /readyz.
 func startServe(t *testing.T, args ...string) *devNode {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	n := &devNode{url: "http://" + addr, logs: &syncBuffer{}, exited: make(chan error, 1)}
 	n.cmd = exec.Command(dairBin, append(args, "--http", addr, "--log-level", "warn")...)
 	n.cmd.Stdout, n.cmd.Stderr = n.logs, n.logs

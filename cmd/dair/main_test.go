@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 	"github.com/dairuntime/dair/internal/api"
 	"github.com/dairuntime/dair/internal/client"
 	"github.com/dairuntime/dair/messages"
+	"github.com/dairuntime/dair/testkit"
 )
 
 // dairBin is the binary built once by TestMain.
@@ -71,16 +71,6 @@ func dair(t *testing.T, args ...string) result {
 	return result{code: code, stdout: out.String(), stderr: errb.String()}
 }
 
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
-
 // syncBuffer is a goroutine-safe buffer for a child's output.
 type syncBuffer struct {
 	mu sync.Mutex // guards b
@@ -110,7 +100,7 @@ type devNode struct {
 // startDev starts `dair dev` on a free port and waits until /readyz answers 200.
 func startDev(t *testing.T, data, pipelines string) *devNode {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	n := &devNode{url: "http://" + addr, logs: &syncBuffer{}, exited: make(chan error, 1)}
 	n.cmd = exec.Command(dairBin, "dev", "--data", data, "--http", addr, "--pipelines", pipelines, "--log-level", "warn")
 	n.cmd.Stdout, n.cmd.Stderr = n.logs, n.logs
@@ -267,7 +257,7 @@ func TestDair_Usage_exitCodes(t *testing.T) {
 	require.NoError(t, os.WriteFile(secret, []byte("dev-secret-0123456789\n"), 0o600))
 	badPipes := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(badPipes, "x.yaml"), []byte("key: x\nsteps: []\n"), 0o600))
-	down := "--server=http://" + freeAddr(t)
+	down := "--server=http://" + testkit.FreeAddr(t)
 	cases := []struct {
 		name     string
 		args     []string
@@ -289,10 +279,10 @@ func TestDair_Usage_exitCodes(t *testing.T) {
 		{"tenants put bad isolation", []string{down, "tenants", "put", "t", "--isolation", "solo"}, 2, "unknown isolation", ""},
 		{"server down", []string{down, "runs", "get", "x"}, 1, "connection refused", ""},
 		{"node join with file store", []string{"node", "--store", "bolt://" + filepath.Join(t.TempDir(), "d.db"),
-			"--join", "127.0.0.1:7946", "--http", freeAddr(t)}, 2, "a file store cannot be shared", ""},
+			"--join", "127.0.0.1:7946", "--http", testkit.FreeAddr(t)}, 2, "a file store cannot be shared", ""},
 		{"node without store", []string{"node"}, 2, "--store", ""},
 		{"dev non-loopback without auth", []string{"dev", "--data", t.TempDir(), "--http", "0.0.0.0:0"}, 2, "loopback", ""},
-		{"dev bad pipeline dir", []string{"dev", "--data", t.TempDir(), "--http", freeAddr(t), "--pipelines", badPipes,
+		{"dev bad pipeline dir", []string{"dev", "--data", t.TempDir(), "--http", testkit.FreeAddr(t), "--pipelines", badPipes,
 			"--log-level", "error"}, 2, "x.yaml", ""},
 		{"dev host mode process", []string{"dev", "--data", t.TempDir(), "--host-mode", "process"}, 2, "needs a redis store", ""},
 		{"node host mode kubernetes", []string{"node", "--store", "redis://127.0.0.1:1/0", "--bind", "127.0.0.1:0",

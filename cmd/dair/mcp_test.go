@@ -23,6 +23,7 @@ import (
 	"github.com/dairuntime/dair/internal/mcpserver"
 	"github.com/dairuntime/dair/internal/store/boltstore"
 	"github.com/dairuntime/dair/messages"
+	"github.com/dairuntime/dair/testkit"
 )
 
 var mcpTestSecret = []byte("mcp-cmd-test-secret-0123456789")
@@ -149,7 +150,7 @@ func TestDair_MCP_stdio(t *testing.T) {
 
 func TestDair_MCP_http(t *testing.T) {
 	url := mcpNode(t)
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	logs := &syncBuffer{}
 	cmd := exec.Command(dairBin, "mcp", "--server", url, "--http", addr, "--auth", "jwt", "--log-level", "info")
 	cmd.Env = append(os.Environ(), "DAIR_SERVER=", "DAIR_TOKEN=")

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,7 +47,7 @@ type serveProc struct {
 // startServeTB starts a serving dair command on a free HTTP port and waits for /readyz.
 func startServeTB(tb testing.TB, args ...string) *serveProc {
 	tb.Helper()
-	addr := freeAddrTB(tb)
+	addr := testkit.FreeAddr(tb)
 	p := &serveProc{url: "http://" + addr, logs: &syncBuffer{}, exited: make(chan error, 1)}
 	p.cmd = exec.Command(dairBin, append(args, "--http", addr, "--log-level", "warn")...)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
@@ -75,20 +74,10 @@ func (p *serveProc) kill(tb testing.TB) {
 	p.exited <- err
 }
 
-// freeAddrTB returns a loopback address with a port that was free a moment ago.
-func freeAddrTB(tb testing.TB) string {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(tb, err)
-	addr := ln.Addr().String()
-	require.NoError(tb, ln.Close())
-	return addr
-}
-
 // startProcessControlPlane starts a control-plane-only node whose scale-out spawns process hosts.
 func startProcessControlPlane(tb testing.TB, storeURL, data string, extra ...string) *serveProc {
 	tb.Helper()
-	args := append([]string{"node", "--store", storeURL, "--node-id", "cp", "--bind", freeAddrTB(tb), "--cluster-profile", "local",
+	args := append([]string{"node", "--store", storeURL, "--node-id", "cp", "--bind", testkit.FreeAddr(tb), "--cluster-profile", "local",
 		"--roles", "control-plane", "--host-mode", "process", "--data", data}, extra...)
 	return startServeTB(tb, args...)
 }
