@@ -153,6 +153,18 @@ func (c *core) declareDead(ctx context.Context, member string) error {
 	return nil
 }
 
+// memberOverlay returns insts with every instance published by an actor system that is not a
+// current member (one of members) marked unhealthy (a copy; insts is not modified). Such a descriptor is
+// the last word of a member the cluster lost, possibly re-published by it before it learned it
+// was declared dead: it must neither receive runs nor count as the tenant's capacity.
+func memberOverlay(insts []*messages.CapacityDescriptor, members []cluster.Member) []*messages.CapacityDescriptor {
+	live := make(map[string]bool, len(members))
+	for _, mb := range members {
+		live[mb.ID] = true
+	}
+	return markUnhealthy(insts, func(d *messages.CapacityDescriptor) bool { return d.NodeId != "" && !live[d.NodeId] })
+}
+
 // amIDead reports whether another node has declared this incarnation dead. It takes the
 // tombstone lease for a millisecond when free, which leaves nothing behind.
 func (e *env) amIDead(ctx context.Context) (bool, error) {

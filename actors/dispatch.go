@@ -91,6 +91,9 @@ func (c *core) dispatchRun(ctx context.Context, runID, pumpID string, insts []*m
 		}
 	}
 	insts = c.circuits.overlay(insts, e.now())
+	if e.cfg.Cluster != nil {
+		insts = memberOverlay(insts, e.cfg.Cluster.Members())
+	}
 	visible := tenancy.FilterVisible(insts, snap.TenantId, snap.TenantGroupId, t)
 	reserved := make(map[string]int, len(visible))
 	for _, d := range visible {

@@ -74,9 +74,15 @@ func (c *circuits) isOpen(id string, now time.Time) bool {
 // overlay returns insts with instances whose circuit is open marked unhealthy (copies; the
 // input is not modified), so admission skips them and does not count them in their scope.
 func (c *circuits) overlay(insts []*messages.CapacityDescriptor, now time.Time) []*messages.CapacityDescriptor {
+	return markUnhealthy(insts, func(d *messages.CapacityDescriptor) bool { return c.isOpen(d.RuntimeInstanceId, now) })
+}
+
+// markUnhealthy returns insts with a copy of each descriptor that bad reports marked unhealthy
+// and unable to accept runs; insts itself when bad reports none. insts is not modified.
+func markUnhealthy(insts []*messages.CapacityDescriptor, bad func(*messages.CapacityDescriptor) bool) []*messages.CapacityDescriptor {
 	var out []*messages.CapacityDescriptor
 	for i, d := range insts {
-		if !c.isOpen(d.RuntimeInstanceId, now) {
+		if !bad(d) {
 			if out != nil {
 				out = append(out, d)
 			}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dairuntime/dair/cluster"
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -75,5 +76,31 @@ func TestCircuits_overlay_marksOpenInstancesUnhealthyWithoutMutating(t *testing.
 	}
 	if out[0] != in[0] {
 		t.Fatal("healthy instance was copied needlessly")
+	}
+}
+
+func TestMemberOverlay(t *testing.T) {
+	members := []cluster.Member{{ID: "m1", NodeID: "n1"}, {ID: "m2", NodeID: "n2"}}
+	tests := []struct {
+		name      string
+		nodeID    string
+		unhealthy bool
+	}{
+		{"published by a live member", "m1", false},
+		{"published by a lost member", "m-old", true},
+		{"logical node id is not a member id", "n1", true},
+		{"no publisher recorded", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := []*messages.CapacityDescriptor{{RuntimeInstanceId: "a", NodeId: tt.nodeID, Status: messages.InstanceReady, CanAcceptRun: true}}
+			out := memberOverlay(in, members)
+			if got := out[0].Status == messages.InstanceUnhealthy && !out[0].CanAcceptRun; got != tt.unhealthy {
+				t.Fatalf("unhealthy = %v, want %v (%v)", got, tt.unhealthy, out[0])
+			}
+			if in[0].Status != messages.InstanceReady {
+				t.Fatal("memberOverlay modified its input")
+			}
+		})
 	}
 }

@@ -125,6 +125,19 @@ func New(cfg Config) http.Handler {
 	return s.recover(s.limitBody(mux))
 }
 
+// Unavailable returns the handler a node serves while it has no API to offer (it is restarting
+// under a new cluster member id): GET /healthz answers 200, every other request 503 with code.
+func Unavailable(code, message string) http.Handler {
+	s := &server{log: zap.NewNop()}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/healthz" {
+			s.writeJSON(w, http.StatusOK, Health{Status: "ok"})
+			return
+		}
+		s.writeError(w, http.StatusServiceUnavailable, code, message)
+	})
+}
+
 func (s *server) readyz(w http.ResponseWriter, _ *http.Request) {
 	if !s.cfg.Ready() {
 		s.writeError(w, http.StatusServiceUnavailable, "not_ready", "api: node is not ready")

@@ -72,7 +72,7 @@ func runCluster(ctx context.Context, opts Options, log *zap.Logger, st store.Sto
 		handler = ff.wrap(h)
 		log.Warn("fault injection enabled: POST /debug/partition and /debug/heal cut this node off (tests only)")
 	}
-	start := func() (*member, error) {
+	start := func(rejoin bool) (*member, error) {
 		ccfg := cluster.Config{NodeID: opts.NodeID, BindAddr: opts.BindAddr, Join: opts.Join,
 			Profile: cluster.Profile(opts.ClusterProfile), Roles: opts.Roles, ActorPort: opts.ActorPort, Keyring: keyring, Logger: log}
 		if ff != nil {
@@ -89,6 +89,18 @@ func runCluster(ctx context.Context, opts Options, log *zap.Logger, st store.Sto
 			return nil, fmt.Errorf("server: join cluster: %w", err)
 		}
 		mb := &member{system: sys, m: m, dead: make(chan struct{})}
+		if rejoin && len(opts.Join) > 0 {
+			// A node the cluster declared dead takes no work until the cluster has it back:
+			// while still cut off (a partition that reaches the store but not the peers) its
+			// own control plane would otherwise pump recovered runs onto itself, alone.
+			if err := awaitPeers(ctx, m, log); err != nil {
+				if serr := m.Shutdown(false); serr != nil {
+					log.Warn("leave cluster", zap.Error(serr))
+				}
+				sys.Shutdown()
+				return nil, err
+			}
+		}
 		var once sync.Once
 		cfg := actors.Config{NodeID: opts.NodeID, Store: st, Roles: opts.Roles, Logger: log, System: sys, Cluster: m,
 			OnDeclaredDead: func() { once.Do(func() { close(mb.dead) }) }, Instances: specs}
@@ -121,7 +133,7 @@ func runCluster(ctx context.Context, opts Options, log *zap.Logger, st store.Sto
 		mb.system.Shutdown()
 		return err
 	}
-	cur, err := start()
+	cur, err := start(false)
 	if err != nil {
 		return err
 	}
@@ -141,10 +153,11 @@ func runCluster(ctx context.Context, opts Options, log *zap.Logger, st store.Sto
 		case <-cur.dead:
 			log.Warn("restarting under a new member id after being declared dead", zap.String("old_member", cur.system.ID))
 			ready.Store(false)
+			h.set(api.Unavailable("rejoining", "server: this node is rejoining the cluster under a new member id"))
 			if err := stop(cur, false); err != nil {
 				log.Warn("stop dead incarnation", zap.Error(err))
 			}
-			next, err := start()
+			next, err := start(true)
 			if err != nil {
 				cancelServe()
 				return errors.Join(err, <-served)
@@ -153,6 +166,29 @@ func runCluster(ctx context.Context, opts Options, log *zap.Logger, st store.Sto
 			ready.Store(true)
 		}
 	}
+}
+
+// rejoinLogEvery is how often a node waiting to rejoin says so.
+const rejoinLogEvery = 10 * time.Second
+
+// awaitPeers waits until the membership lists another member besides this one, or ctx ends.
+func awaitPeers(ctx context.Context, m *cluster.Membership, log *zap.Logger) error {
+	tk := time.NewTicker(50 * time.Millisecond)
+	defer tk.Stop()
+	started, logged := time.Now(), time.Now()
+	for len(m.Members()) < 2 {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("server: rejoin the cluster: %w", ctx.Err())
+		case <-tk.C:
+		}
+		if time.Since(logged) >= rejoinLogEvery {
+			logged = time.Now()
+			log.Warn("waiting to rejoin the cluster before taking work", zap.Duration("waited", time.Since(started).Round(time.Second)))
+		}
+	}
+	log.Info("rejoined the cluster", zap.Duration("waited", time.Since(started).Round(time.Millisecond)))
+	return nil
 }
 
 // loadKeyring reads an optional memberlist key file (raw 16/24/32 bytes or base64).
