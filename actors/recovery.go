@@ -21,8 +21,9 @@ import (
 // that already finished).
 //
 // Several control planes may run it: a store lease ("recovery") makes one of them act per
-// round, and every step is idempotent (epoch bumps only fence, requeue is conditional on the
-// run's status), so a lost lease mid-round does no harm.
+// round, and every step is idempotent and conditional (the epoch bump only fences an
+// execution still on the lost instance, the requeue only a run still assigned to it), so a
+// round that outlives its lease and overlaps the next one does no harm.
 type recoveryCoordinator struct {
 	core   *core
 	busy   bool
@@ -118,14 +119,21 @@ func (c *core) recoverRound(ctx context.Context, repair bool) error {
 func (c *core) recoverRun(ctx context.Context, r *messages.SharedRun, reason string) error {
 	e := c.env
 	var epoch int64
+	lost := r.AssignedRuntimeInstanceId
 	if r.ExecutionId != "" {
-		ep, err := e.st.AcquireExecution(ctx, r.ExecutionId, "recovery:"+e.incarnation, "")
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
+		// r may be an old view (the round listed it a while ago; another round may have moved
+		// it since): fence only an execution still on the lost instance or on none, never the
+		// activation that replaced it.
+		ep, fenced, err := e.st.FenceExecution(ctx, r.ExecutionId, "recovery:"+e.incarnation, lost)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
 			return fmt.Errorf("fence execution %s: %w", r.ExecutionId, err)
+		case !fenced:
+			return nil // a newer activation on another instance owns it: the run has moved
 		}
 		epoch = ep
 	}
-	lost := r.AssignedRuntimeInstanceId
 	moved := false
 	if _, err := e.st.UpdateRun(ctx, r.SharedRunId, func(x *messages.SharedRun) error {
 		moved = x.Status == messages.RunDispatched || x.Status == messages.RunRunning || x.Status == messages.RunPaused

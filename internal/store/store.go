@@ -146,6 +146,13 @@ type Executions interface {
 	// AcquireExecution increments the epoch, sets owner and runtimeInstanceID, and returns the
 	// new epoch. Every writer holding an older epoch is fenced from then on.
 	AcquireExecution(ctx context.Context, id, owner, runtimeInstanceID string) (int64, error)
+	// FenceExecution is AcquireExecution for recovery: it increments the epoch (owner set,
+	// runtime instance cleared) only while the execution belongs to fromInstance or to no
+	// instance, and returns the new epoch with fenced=true. When the execution already belongs
+	// to another instance (a newer activation acquired it), it changes nothing and returns the
+	// current epoch with fenced=false: a recovery working from an old view of the run cannot
+	// fence the activation that replaced it.
+	FenceExecution(ctx context.Context, id, owner, fromInstance string) (epoch int64, fenced bool, err error)
 	// CommitSteps writes each commit if its epoch equals the execution's epoch and, for a
 	// succeeded step, the step has not already succeeded. errs[i] is nil, ErrStaleEpoch,
 	// ErrAlreadyCommitted or ErrNotFound for commits[i]; err is a transport failure. Backends

@@ -132,6 +132,34 @@ func (s *Store) AcquireExecution(ctx context.Context, id, owner, runtimeInstance
 	return epoch, nil
 }
 
+// FenceExecution bumps the epoch of id while it belongs to fromInstance or to no instance.
+func (s *Store) FenceExecution(ctx context.Context, id, owner, fromInstance string) (int64, bool, error) {
+	var (
+		epoch  int64
+		fenced bool
+	)
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		old, err := loadExecution(tx, "fence execution", id)
+		if err != nil {
+			return err
+		}
+		epoch, fenced = old.Epoch, false
+		if inst := old.RuntimeInstanceId; inst != "" && inst != fromInstance {
+			return nil
+		}
+		x := proto.Clone(old).(*messages.Execution)
+		x.Epoch++
+		x.Owner, x.RuntimeInstanceId = owner, ""
+		x.UpdatedAt = s.nowNanos()
+		epoch, fenced = x.Epoch, true
+		return putExecution(tx, old, x)
+	})
+	if err != nil {
+		return 0, false, wrap("fence execution", id, err)
+	}
+	return epoch, fenced, nil
+}
+
 // CommitSteps writes every commit in one write transaction (shared with concurrent writers).
 // errs[i] reports commit i; a commit that fails writes nothing.
 func (s *Store) CommitSteps(ctx context.Context, commits []store.StepCommit) ([]error, error) {

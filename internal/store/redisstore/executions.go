@@ -142,6 +142,25 @@ func (s *Store) AcquireExecution(ctx context.Context, id, owner, runtimeInstance
 	return n, nil
 }
 
+// FenceExecution bumps the epoch of id while it belongs to fromInstance or to no instance.
+func (s *Store) FenceExecution(ctx context.Context, id, owner, fromInstance string) (int64, bool, error) {
+	res, err := s.runScript(ctx, "fence execution "+id, scriptFenceExecution,
+		[]string{s.execKey(id)}, owner, fromInstance, s.now().UnixNano(), s.execIndexPrefix(), id)
+	if err != nil {
+		return 0, false, err
+	}
+	out, ok := res.([]any)
+	if !ok || len(out) != 2 {
+		return 0, false, fmt.Errorf("redisstore: fence execution %s: unexpected reply %v", id, res)
+	}
+	code, _ := out[0].(int64)
+	epoch, _ := out[1].(int64)
+	if code < 0 {
+		return 0, false, fmt.Errorf("redisstore: fence execution %s: %w", id, store.ErrNotFound)
+	}
+	return epoch, code == 1, nil
+}
+
 // commitArgs builds the keys and arguments of one scriptCommit call.
 func (s *Store) commitArgs(c store.StepCommit) ([]string, []any, error) {
 	if c.Step == nil || c.Step.StepId == "" {

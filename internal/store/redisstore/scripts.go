@@ -172,6 +172,21 @@ if cur[2] == '0' and ARGV[2] ~= '' then redis.call('SADD', ARGV[4] .. ARGV[2], A
 return e
 `)
 
+// scriptFenceExecution bumps the epoch while the execution belongs to ARGV[2] or to no
+// instance. KEYS[1] execution hash. ARGV[1] owner, ARGV[2] from instance, ARGV[3] updated_at,
+// ARGV[4] index prefix, ARGV[5] id. Returns {-1, 0} missing, {0, epoch} moved, {1, epoch} fenced.
+var scriptFenceExecution = redis.NewScript(`
+local cur = redis.call('HMGET', KEYS[1], 'inst', 'term', 'epoch')
+if not cur[2] then return {-1, 0} end
+local inst = cur[1] or ''
+if inst ~= '' and inst ~= ARGV[2] then return {0, tonumber(cur[3])} end
+if inst ~= '' then redis.call('SREM', ARGV[4] .. inst, ARGV[5]) end
+local e = redis.call('HINCRBY', KEYS[1], 'epoch', 1)
+redis.call('HINCRBY', KEYS[1], 'ver', 1)
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'inst', '', 'upd', ARGV[3])
+return {1, e}
+`)
+
 // scriptUpdateExecution writes an execution if its epoch and version are unchanged.
 // KEYS[1] execution hash. ARGV[1] ver, ARGV[2] epoch, ARGV[3] pb, ARGV[4] owner,
 // ARGV[5] instance, ARGV[6] updated_at, ARGV[7] '1' terminal, ARGV[8] index prefix, ARGV[9] id.
@@ -247,6 +262,6 @@ return 0
 var allScripts = []*redis.Script{
 	scriptCAS, scriptCASAppend, scriptCreateRun, scriptCreateVersioned, scriptEnqueue, scriptClaim, scriptAck,
 	scriptRelease, scriptGCInstances, scriptReserve, scriptRefresh, scriptCreateExecution,
-	scriptAcquireExecution, scriptUpdateExecution, scriptCommit, scriptAppend,
+	scriptAcquireExecution, scriptFenceExecution, scriptUpdateExecution, scriptCommit, scriptAppend,
 	scriptAcquireLease, scriptReleaseLease,
 }

@@ -14,6 +14,7 @@ import (
 var executionTests = []contractTest{
 	{"CreateExecution_exists", testCreateExecution},
 	{"AcquireExecution_bumpsEpoch", testAcquireExecution},
+	{"FenceExecution_onlyFromInstance", testFenceExecution},
 	{"CommitSteps_storesSteps", testCommitStores},
 	{"CommitSteps_fencedAfterAcquire", testCommitFenced},
 	{"CommitSteps_doubleSuccess", testCommitDoubleSuccess},
@@ -86,6 +87,42 @@ func testAcquireExecution(t *testing.T, e *env) {
 	noErr(t, err)
 	equal(t, "epoch again", ep, int64(3))
 	_, err = e.st.AcquireExecution(e.ctx, "missing", "n", "i")
+	isErr(t, err, store.ErrNotFound)
+}
+
+func testFenceExecution(t *testing.T, e *env) {
+	createExecution(t, e, execution("x1", "r1", "i1"))
+	// A recovery with an old view (the run was on i0) cannot fence i1's activation.
+	ep, fenced, err := e.st.FenceExecution(e.ctx, "x1", "recovery:a", "i0")
+	noErr(t, err)
+	equal(t, "fenced from another instance", fenced, false)
+	equal(t, "epoch unchanged", ep, int64(1))
+	// From its own instance it fences, and clears the instance.
+	ep, fenced, err = e.st.FenceExecution(e.ctx, "x1", "recovery:a", "i1")
+	noErr(t, err)
+	equal(t, "fenced", fenced, true)
+	equal(t, "epoch", ep, int64(2))
+	x, _, err := e.st.GetExecution(e.ctx, "x1")
+	noErr(t, err)
+	equal(t, "stored epoch", x.GetEpoch(), int64(2))
+	equal(t, "owner", x.GetOwner(), "recovery:a")
+	equal(t, "instance cleared", x.GetRuntimeInstanceId(), "")
+	byInst, err := e.st.ListExecutionsByInstance(e.ctx, "i1")
+	noErr(t, err)
+	equal(t, "unindexed from i1", len(byInst), 0)
+	// An execution of no instance is fenced again (a second round, any view).
+	ep, fenced, err = e.st.FenceExecution(e.ctx, "x1", "recovery:b", "i0")
+	noErr(t, err)
+	equal(t, "fenced when unowned", fenced, true)
+	equal(t, "epoch again", ep, int64(3))
+	// A new activation owns it: old views no longer fence.
+	_, err = e.st.AcquireExecution(e.ctx, "x1", "node2", "i2")
+	noErr(t, err)
+	ep, fenced, err = e.st.FenceExecution(e.ctx, "x1", "recovery:c", "i1")
+	noErr(t, err)
+	equal(t, "not fenced after a newer acquire", fenced, false)
+	equal(t, "epoch of the activation", ep, int64(4))
+	_, _, err = e.st.FenceExecution(e.ctx, "missing", "r", "i")
 	isErr(t, err, store.ErrNotFound)
 }
 

@@ -1,0 +1,64 @@
+package actors
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/dairuntime/dair/internal/store/boltstore"
+	"github.com/dairuntime/dair/messages"
+)
+
+// TestRecoverRun_oldViewDoesNotFenceTheReplacement: two recovery rounds overlap (the first
+// outlived its lease); the second works from the run as it was listed before the first moved
+// it. The second must neither fence the activation that replaced the lost one nor requeue the
+// run, or the run is left running nowhere.
+func TestRecoverRun_oldViewDoesNotFenceTheReplacement(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := boltstore.Open(boltstore.Options{Path: filepath.Join(t.TempDir(), "dair.db")})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, st.Close()) }()
+	e := &env{nodeID: "cp", incarnation: "cp-1", st: st, log: zap.NewNop(), hub: NewHub(), metrics: NewMetrics(), now: time.Now}
+	e.commits = newCommitter(st, e.log, e.hub, 1, 16)
+	defer e.commits.close()
+	c := &core{env: e}
+
+	snap := &messages.ExecutionContextSnapshot{TenantId: "acme"}
+	_, _, err = st.CreateRun(ctx, &messages.SharedRun{SharedRunId: "r1", TenantId: "acme", Snapshot: snap, Status: messages.RunRunning,
+		ExecutionId: "x1", AssignedRuntimeInstanceId: "lost-1"})
+	require.NoError(t, err)
+	require.NoError(t, st.CreateExecution(ctx, &messages.Execution{ExecutionId: "x1", SharedRunId: "r1", Epoch: 1, RuntimeInstanceId: "lost-1",
+		Status: messages.RunRunning}))
+	oldView, err := st.GetRun(ctx, "r1")
+	require.NoError(t, err)
+
+	// Round one moves the run: fenced, requeued; the pump then starts it on new-1.
+	require.NoError(t, c.recoverRun(ctx, oldView, "runtime-instance-lost"))
+	run, err := st.GetRun(ctx, "r1")
+	require.NoError(t, err)
+	require.Equal(t, messages.RunQueued, run.Status)
+	require.True(t, run.Recovery)
+	_, err = st.UpdateRun(ctx, "r1", func(r *messages.SharedRun) error {
+		r.Status, r.AssignedRuntimeInstanceId = messages.RunRunning, "new-1"
+		return nil
+	})
+	require.NoError(t, err)
+	live, err := st.AcquireExecution(ctx, "x1", "node-2", "new-1")
+	require.NoError(t, err)
+
+	// Round two, from the old view.
+	require.NoError(t, c.recoverRun(ctx, oldView, "runtime-instance-lost"))
+	x, _, err := st.GetExecution(ctx, "x1")
+	require.NoError(t, err)
+	require.Equal(t, live, x.Epoch, "the replacement activation was fenced")
+	require.Equal(t, "new-1", x.RuntimeInstanceId)
+	run, err = st.GetRun(ctx, "r1")
+	require.NoError(t, err)
+	require.Equal(t, messages.RunRunning, run.Status)
+	require.Equal(t, "new-1", run.AssignedRuntimeInstanceId)
+}
