@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dairuntime/dair/cluster"
+	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/messages"
 	"github.com/dairuntime/dair/providers"
 	"github.com/dairuntime/dair/providers/local"
@@ -128,14 +129,14 @@ func (h *clusterHost) CreateInstance(ctx context.Context, id string, settings *m
 
 // tombstone names the lease that marks a member incarnation as declared dead. Its holder is
 // the coordinator that declared it; a node that finds its own tombstone stops serving.
-func tombstone(incarnation string) string { return "dead/" + incarnation }
+func tombstone(incarnation string) string { return store.TombstoneLease(incarnation) }
 
 // declareDead fences everything a lost member ran: its tombstone is written (so the member,
 // if it is only paused, stops when it resumes), its registry entries are removed (no new work),
 // and the next recovery round requeues its runs with bumped epochs.
 func (c *core) declareDead(ctx context.Context, member string) error {
 	e := c.env
-	if _, err := e.st.AcquireLease(ctx, tombstone(member), "declared-by:"+e.incarnation, 24*time.Hour); err != nil {
+	if _, err := e.st.AcquireLease(ctx, tombstone(member), store.TombstoneHolderPrefix+e.incarnation, 24*time.Hour); err != nil {
 		return fmt.Errorf("tombstone %s: %w", member, err)
 	}
 	insts, err := e.st.ListInstances(ctx)

@@ -224,9 +224,14 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	e.pipelines = newPipelineCache(cfg.Store, cfg.Handlers)
 	e.commits = newCommitter(cfg.Store, e.log, e.hub, cfg.CommitShards, cfg.CommitBatch)
-	e.pub = newPublisher(cfg.Store, e.log, e.metrics, cfg.HeartbeatTTL, cfg.ReservationTTL)
+	e.pub = newPublisher(cfg.Store, e.log, e.metrics, cfg.HeartbeatTTL, cfg.ReservationTTL, e.incarnation)
 	e.usageW = newUsageWriter(cfg.Store, e.log)
 	n := &Node{env: e, ownSystem: own}
+	if cfg.Cluster != nil {
+		e.pub.mu.Lock()
+		e.pub.onDead = func() { n.declaredDead("registry") }
+		e.pub.mu.Unlock()
+	}
 	n.providers = providers.NewRegistry(providers.WithObserver(func(r *messages.ProviderResult, _ time.Duration) { e.metrics.provider(r) }))
 	hh := &hostHandle{env: e}
 	lp := local.New(local.Config{System: sys, Directory: e.dir, Host: hh, Instances: cfg.Store.ListInstances,

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -22,8 +23,13 @@ type publisher struct {
 	ttl       time.Duration
 	resTTL    time.Duration
 	flushEach time.Duration
+	// onDead, when set, is called (from the publisher's goroutine) when the registry refuses a
+	// descriptor because this incarnation was declared dead. Guarded by mu.
+	onDead func()
+	// self is this incarnation (CapacityDescriptor.NodeId of the instances it publishes).
+	self string
 
-	mu      sync.Mutex // guards pending, removed
+	mu      sync.Mutex // guards pending, removed, onDead
 	pending map[string]pubState
 	removed map[string]bool
 	wake    chan struct{}
@@ -39,8 +45,8 @@ type pubState struct {
 
 // newPublisher starts the publisher's goroutine. metrics (nil-safe) receives each published
 // descriptor as the per-instance capacity gauges, and drops an instance's gauges on removal.
-func newPublisher(st store.Store, log *zap.Logger, metrics *Metrics, ttl, resTTL time.Duration) *publisher {
-	p := &publisher{st: st, log: log, metrics: metrics, ttl: ttl, resTTL: resTTL, flushEach: 10 * time.Millisecond,
+func newPublisher(st store.Store, log *zap.Logger, metrics *Metrics, ttl, resTTL time.Duration, self string) *publisher {
+	p := &publisher{st: st, log: log, metrics: metrics, ttl: ttl, resTTL: resTTL, self: self, flushEach: 10 * time.Millisecond,
 		pending: map[string]pubState{}, removed: map[string]bool{}, wake: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go p.loop()
@@ -100,6 +106,16 @@ func (p *publisher) flush() {
 	for id, s := range pending {
 		p.metrics.capacity(s.d)
 		if err := p.st.PutInstance(ctx, s.d, p.ttl); err != nil {
+			if errors.Is(err, store.ErrMemberDead) {
+				// The cluster declared this incarnation dead: the registry refuses it for good.
+				p.mu.Lock()
+				onDead := p.onDead
+				p.mu.Unlock()
+				if onDead != nil {
+					onDead()
+				}
+				continue
+			}
 			p.log.Warn("publish capacity", zap.String("runtime_instance_id", id), zap.Error(err))
 			p.retry(id, s)
 			continue
@@ -112,6 +128,11 @@ func (p *publisher) flush() {
 	}
 	for id := range removed {
 		p.metrics.dropInstance(id)
+		// Instance ids are reused: once this incarnation's entry is gone (its member was
+		// declared dead), the id may already name another member's instance. Delete only ours.
+		if cur, err := p.st.GetInstance(ctx, id); err == nil && p.self != "" && cur.GetNodeId() != p.self {
+			continue
+		}
 		if err := p.st.DeleteInstance(ctx, id); err != nil {
 			p.log.Warn("unregister instance", zap.String("runtime_instance_id", id), zap.Error(err))
 		}

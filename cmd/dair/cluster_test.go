@@ -200,19 +200,46 @@ func acmeTenant() api.Tenant {
 func waitAll(t *testing.T, ctx context.Context, c *client.Client, ids []string, within time.Duration) map[string]*api.Run {
 	t.Helper()
 	done := map[string]*api.Run{}
-	testkit.Eventually(t, within, 100*time.Millisecond, func() bool {
+	wctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	err := testkit.WaitFor(wctx, 100*time.Millisecond, func() (bool, error) {
 		for _, id := range ids {
 			if _, ok := done[id]; ok {
 				continue
 			}
 			run, err := c.GetRun(ctx, id)
 			if err != nil || !messages.IsTerminalRun(run.Status) {
-				return false
+				return false, nil
 			}
 			done[id] = run
 		}
-		return true
-	}, "every run finished")
+		return true, nil
+	})
+	if err != nil {
+		// Say where the unfinished runs are stuck before failing.
+		for _, id := range ids {
+			if _, ok := done[id]; ok {
+				continue
+			}
+			if run, err := c.GetRun(ctx, id); err == nil {
+				done := 0
+				for _, st := range run.Steps {
+					if st.Status == messages.StepSucceeded {
+						done++
+					}
+				}
+				t.Logf("unfinished run %s: status %s, instance %s, execution %s, %d steps succeeded, reason %q", id, run.Status,
+					run.AssignedRuntimeInstanceID, run.ExecutionID, done, run.FailureReason)
+			}
+		}
+		if l, err := c.ListInstances(ctx, ""); err == nil {
+			for _, in := range l.Instances {
+				t.Logf("instance %s on %s: %s, paused %v, draining %v, slots %d", in.RuntimeInstanceID, in.HostID, in.Status, in.IsQueuePaused,
+					in.IsDraining, in.AvailableRunSlots)
+			}
+		}
+		t.Fatalf("%d of %d runs did not finish within %v: %v", len(ids)-len(done), len(ids), within, err)
+	}
 	return done
 }
 

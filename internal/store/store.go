@@ -25,7 +25,19 @@ var (
 	ErrExists = errors.New("store: already exists")
 	// ErrClaimLost is returned by Ack when the claim token no longer owns the queue item.
 	ErrClaimLost = errors.New("store: claim lost")
+	// ErrMemberDead is returned by PutInstance for a descriptor of a cluster member that has
+	// been declared dead (see TombstoneLease).
+	ErrMemberDead = errors.New("store: member declared dead")
 )
+
+// TombstoneHolderPrefix starts the holder of every tombstone lease.
+const TombstoneHolderPrefix = "declared-by:"
+
+// TombstoneLease names the lease that marks cluster member (an actor system id) as declared
+// dead. While it is held by a holder starting with TombstoneHolderPrefix, PutInstance refuses
+// descriptors whose NodeId is member: a dead member's instances cannot come back into the
+// registry (for instance re-published by the member before it learned of its death).
+func TombstoneLease(member string) string { return "dead/" + member }
 
 // Store is the whole durable state of a dair deployment.
 type Store interface {
@@ -103,6 +115,7 @@ type Queue interface {
 // Registry stores runtime instance capacity descriptors with heartbeat expiry.
 type Registry interface {
 	// PutInstance stores d (keyed by RuntimeInstanceId) and keeps it listed for ttl from now.
+	// It returns ErrMemberDead and stores nothing when d.NodeId is tombstoned.
 	PutInstance(ctx context.Context, d *messages.CapacityDescriptor, ttl time.Duration) error
 	// GetInstance returns a live descriptor or ErrNotFound (also when expired).
 	GetInstance(ctx context.Context, id string) (*messages.CapacityDescriptor, error)

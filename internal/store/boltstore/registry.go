@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -25,7 +26,14 @@ func (s *Store) PutInstance(ctx context.Context, d *messages.CapacityDescriptor,
 		return fmt.Errorf("boltstore: put instance %s: %w", id, err)
 	}
 	err = s.update(ctx, func(tx *bolt.Tx) error {
-		return tx.Bucket(bInstances).Put([]byte(id), concat(orderedTime(deadline(s.nowNanos(), ttl)), v))
+		now := s.nowNanos()
+		if node := d.GetNodeId(); node != "" {
+			l := tx.Bucket(bLeases).Get([]byte(store.TombstoneLease(node)))
+			if len(l) >= 8 && decodeTime(l) > now && strings.HasPrefix(string(l[8:]), store.TombstoneHolderPrefix) {
+				return fmt.Errorf("boltstore: put instance %s of member %s: %w", id, node, store.ErrMemberDead)
+			}
+		}
+		return tx.Bucket(bInstances).Put([]byte(id), concat(orderedTime(deadline(now, ttl)), v))
 	})
 	return wrap("put instance", id, err)
 }

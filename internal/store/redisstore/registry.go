@@ -32,14 +32,14 @@ func (s *Store) PutInstance(ctx context.Context, d *messages.CapacityDescriptor,
 	if err != nil {
 		return err
 	}
-	deadline := s.deadline(ttl)
-	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, s.instKey(id), pb, 0)
-		p.ZAdd(ctx, s.instDeadlines(), redis.Z{Score: float64(deadline), Member: id})
-		return nil
-	})
+	res, err := s.runScript(ctx, "put instance "+id, scriptPutInstance,
+		[]string{s.instKey(id), s.instDeadlines(), s.leaseKey(store.TombstoneLease(d.GetNodeId()))},
+		pb, s.deadline(ttl), id, s.nowMicros(), store.TombstoneHolderPrefix)
 	if err != nil {
-		return fmt.Errorf("redisstore: put instance %s: %w", id, err)
+		return err
+	}
+	if n, _ := res.(int64); n == 0 {
+		return fmt.Errorf("redisstore: put instance %s of member %s: %w", id, d.GetNodeId(), store.ErrMemberDead)
 	}
 	return nil
 }

@@ -113,6 +113,20 @@ redis.call('ZADD', KEYS[1], redis.call('INCR', KEYS[4]), ARGV[1])
 return 1
 `)
 
+// scriptPutInstance stores a descriptor unless its member's tombstone lease is live.
+// KEYS[1] instance key, KEYS[2] deadline zset, KEYS[3] tombstone lease hash. ARGV[1] pb,
+// ARGV[2] deadline, ARGV[3] id, ARGV[4] now, ARGV[5] tombstone holder prefix. Returns 1 stored,
+// 0 member dead.
+var scriptPutInstance = redis.NewScript(`
+local l = redis.call('HMGET', KEYS[3], 'holder', 'deadline')
+if l[1] and string.sub(l[1], 1, string.len(ARGV[5])) == ARGV[5] and tonumber(l[2]) > tonumber(ARGV[4]) then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+return 1
+`)
+
 // scriptGCInstances deletes registry entries whose heartbeat deadline has passed.
 // KEYS[1] deadline zset. ARGV[1] now, ARGV[2] instance key prefix. Returns the count.
 var scriptGCInstances = redis.NewScript(`
@@ -261,7 +275,7 @@ return 0
 // allScripts are loaded by Open.
 var allScripts = []*redis.Script{
 	scriptCAS, scriptCASAppend, scriptCreateRun, scriptCreateVersioned, scriptEnqueue, scriptClaim, scriptAck,
-	scriptRelease, scriptGCInstances, scriptReserve, scriptRefresh, scriptCreateExecution,
+	scriptRelease, scriptPutInstance, scriptGCInstances, scriptReserve, scriptRefresh, scriptCreateExecution,
 	scriptAcquireExecution, scriptFenceExecution, scriptUpdateExecution, scriptCommit, scriptAppend,
 	scriptAcquireLease, scriptReleaseLease,
 }

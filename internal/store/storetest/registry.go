@@ -12,6 +12,7 @@ import (
 
 var registryTests = []contractTest{
 	{"PutInstance_upsert", testPutInstanceUpsert},
+	{"PutInstance_refusesDeadMember", testPutInstanceDeadMember},
 	{"GetInstance_expiry", testInstanceExpiry},
 	{"DeleteInstance_idempotent", testDeleteInstance},
 }
@@ -49,6 +50,35 @@ func testPutInstanceUpsert(t *testing.T, e *env) {
 	equalIDs(t, "instances", ids(list, instanceID), []string{"i1", "i2"})
 	_, err = e.st.GetInstance(e.ctx, "missing")
 	isErr(t, err, store.ErrNotFound)
+}
+
+// testPutInstanceDeadMember: a tombstoned member cannot publish; other members, a member's own
+// probe of its tombstone (another holder) and an expired tombstone do not block.
+func testPutInstanceDeadMember(t *testing.T, e *env) {
+	of := func(id, member string) *messages.CapacityDescriptor {
+		d := instance(id, 1)
+		d.NodeId = member
+		return d
+	}
+	noErr(t, e.st.PutInstance(e.ctx, of("i1", "m1"), time.Minute))
+	ok, err := e.st.AcquireLease(e.ctx, store.TombstoneLease("m1"), store.TombstoneHolderPrefix+"m2", time.Hour)
+	noErr(t, err)
+	equal(t, "tombstone taken", ok, true)
+	isErr(t, e.st.PutInstance(e.ctx, of("i1", "m1"), time.Minute), store.ErrMemberDead)
+	isErr(t, e.st.PutInstance(e.ctx, of("i9", "m1"), time.Minute), store.ErrMemberDead)
+	_, err = e.st.GetInstance(e.ctx, "i9")
+	isErr(t, err, store.ErrNotFound)
+	noErr(t, e.st.PutInstance(e.ctx, of("i1", "m2"), time.Minute)) // the id moves to a live member
+	got, err := e.st.GetInstance(e.ctx, "i1")
+	noErr(t, err)
+	equal(t, "owner", got.GetNodeId(), "m2")
+	// A member checking for its own tombstone holds the lease briefly under its own name.
+	ok, err = e.st.AcquireLease(e.ctx, store.TombstoneLease("m3"), "m3", time.Minute)
+	noErr(t, err)
+	equal(t, "probe lease", ok, true)
+	noErr(t, e.st.PutInstance(e.ctx, of("i3", "m3"), time.Minute))
+	e.clock.Advance(2 * time.Hour)
+	noErr(t, e.st.PutInstance(e.ctx, of("i1", "m1"), time.Minute)) // the tombstone expired
 }
 
 func testInstanceExpiry(t *testing.T, e *env) {
