@@ -180,11 +180,39 @@ func (in *instance) rehydrate(c actor.Context) {
 			if err != nil || messages.IsTerminalRun(run.Status) {
 				continue
 			}
-			req := &messages.DispatchRequest{RuntimeInstanceId: id, SharedRunId: run.SharedRunId, PipelineKey: run.Pipeline,
-				PipelineHash: run.PipelineHash, Input: run.Input, Snapshot: run.Snapshot, ExecutionId: ex.ExecutionId,
-				CorrelationId: run.CorrelationId, Source: "instance-rehydrate"}
-			e.system.Root.Send(self, req)
+			e.system.Root.Send(self, redispatch(id, run, "instance-rehydrate"))
 		}
+	}()
+}
+
+// redispatch is the DispatchRequest an instance sends itself to run run again.
+func redispatch(instanceID string, run *messages.SharedRun, source string) *messages.DispatchRequest {
+	return &messages.DispatchRequest{RuntimeInstanceId: instanceID, SharedRunId: run.SharedRunId, PipelineKey: run.Pipeline,
+		PipelineHash: run.PipelineHash, Input: run.Input, Snapshot: run.Snapshot, ExecutionId: run.ExecutionId,
+		CorrelationId: run.CorrelationId, Source: source}
+}
+
+// resumeIfStillMine runs again a run whose execution here was fenced, when the store still
+// assigns it to this instance: a recovery that wrongly took this instance for lost (its
+// heartbeat was late) fenced the execution and requeued the run, and the pump gave the run
+// back to this instance while the fenced execution was still stopping, so that dispatch was
+// taken for the one already running. Anywhere else, the run has moved and is not touched.
+func (in *instance) resumeIfStillMine(c actor.Context, runID string) {
+	e, id, self := in.env, in.spec.ID, c.Self()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		run, err := e.st.GetRun(ctx, runID)
+		if err != nil {
+			e.log.Warn("check fenced run", zap.String("shared_run_id", runID), zap.Error(err))
+			return
+		}
+		if run.AssignedRuntimeInstanceId != id || (run.Status != messages.RunDispatched && run.Status != messages.RunRunning) {
+			return
+		}
+		e.log.Info("fenced run is still assigned here; running it again", zap.String("tenant_id", run.TenantId),
+			zap.String("shared_run_id", runID), zap.String("runtime_instance_id", id))
+		e.system.Root.Send(self, redispatch(id, run, "instance-refenced"))
 	}()
 }
 
@@ -270,6 +298,9 @@ func (in *instance) finished(c actor.Context, lr, status string) {
 	delete(in.running, lr)
 	delete(in.byShared, r.req.SharedRunId)
 	in.activeWorkers -= r.workers
+	if status == "fenced" && !in.stopping {
+		in.resumeIfStillMine(c, r.req.SharedRunId)
+	}
 	e, id, runID := in.env, in.spec.ID, r.req.SharedRunId
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
