@@ -89,6 +89,7 @@ func (c *committer) loop(ch chan commitReq) {
 		case r := <-ch:
 			batch = append(batch[:0], r)
 		case <-c.stop:
+			c.drain(ch, batch[:0])
 			return
 		}
 	fill:
@@ -99,6 +100,28 @@ func (c *committer) loop(ch chan commitReq) {
 			default:
 				break fill
 			}
+		}
+		for len(batch) > 0 {
+			batch = c.writeSegment(batch)
+		}
+	}
+}
+
+// drain writes what was submitted before close, so that no caller waits for an answer that
+// never comes: each write is tried once (write and append give up retrying once stop is
+// closed and answer the error instead).
+func (c *committer) drain(ch chan commitReq, batch []commitReq) {
+	for {
+		select {
+		case r := <-ch:
+			batch = append(batch, r)
+			if len(batch) < c.maxBatch {
+				continue
+			}
+		default:
+		}
+		if len(batch) == 0 {
+			return
 		}
 		for len(batch) > 0 {
 			batch = c.writeSegment(batch)
