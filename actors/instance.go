@@ -192,8 +192,8 @@ func redispatch(instanceID string, run *messages.SharedRun, source string) *mess
 		CorrelationId: run.CorrelationId, Source: source}
 }
 
-// resumeIfStillMine runs again a run whose execution here was fenced, when the store still
-// assigns it to this instance: a recovery that wrongly took this instance for lost (its
+// resumeIfStillMine runs again a run whose execution here was fenced, when the store shows it
+// dispatched to this instance again: a recovery that wrongly took this instance for lost (its
 // heartbeat was late) fenced the execution and requeued the run, and the pump gave the run
 // back to this instance while the fenced execution was still stopping, so that dispatch was
 // taken for the one already running. Anywhere else, the run has moved and is not touched.
@@ -207,7 +207,9 @@ func (in *instance) resumeIfStillMine(c actor.Context, runID string) {
 			e.log.Warn("check fenced run", zap.String("shared_run_id", runID), zap.Error(err))
 			return
 		}
-		if run.AssignedRuntimeInstanceId != id || (run.Status != messages.RunDispatched && run.Status != messages.RunRunning) {
+		// Dispatched (not running): the pump handed the run back after the fence. A run still
+		// "running" here is in the middle of a recovery that will requeue it, or was taken over.
+		if run.AssignedRuntimeInstanceId != id || run.Status != messages.RunDispatched {
 			return
 		}
 		e.log.Info("fenced run is still assigned here; running it again", zap.String("tenant_id", run.TenantId),
