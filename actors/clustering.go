@@ -2,11 +2,15 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"sort"
+	"syscall"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
 	"go.uber.org/zap"
 
 	"github.com/dairuntime/dair/cluster"
@@ -97,7 +101,15 @@ func (h *clusterHost) CreateInstance(ctx context.Context, id string, settings *m
 		}
 		return cands[i].ID < cands[j].ID
 	})
+	// A crashed member stays in memberlist's view until its failure detector fires: skip the
+	// members whose remote endpoint refuses connections instead of waiting out a timeout.
 	target := cands[0]
+	for _, m := range cands {
+		if !endpointRefuses(m.Address) {
+			target = m
+			break
+		}
+	}
 	timeout := 5 * time.Second
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
 		timeout = time.Until(dl)
@@ -197,18 +209,32 @@ func (n *Node) watch() {
 		defer cancel()
 		events = ch
 	}
+	var crashed <-chan cluster.Member
+	if e.cfg.Cluster != nil {
+		ch, cancel := n.watchCrashes()
+		defer cancel()
+		crashed = ch
+	}
+	lost := map[string]bool{} // members already declared dead by this loop
 	tk := time.NewTicker(e.cfg.HeartbeatInterval)
 	defer tk.Stop()
 	for {
 		select {
 		case <-n.watchStop:
 			return
+		case m := <-crashed:
+			if !lost[m.ID] {
+				lost[m.ID] = true
+				e.log.Warn("cluster member crashed: its remote endpoint refuses connections", zap.String("member", m.ID), zap.String("node", m.NodeID))
+				n.memberLost(m)
+			}
 		case ev := <-events:
 			switch ev.Kind {
 			case cluster.MemberLeft:
-				if ev.Member.ID == e.incarnation {
+				if ev.Member.ID == e.incarnation || lost[ev.Member.ID] {
 					continue
 				}
+				lost[ev.Member.ID] = true
 				n.memberLost(ev.Member)
 			case cluster.SelfDeclaredDead:
 				n.declaredDead("membership")
@@ -225,6 +251,56 @@ func (n *Node) watch() {
 			}
 		}
 	}
+}
+
+// crashProbeTimeout bounds the connection attempt that tells a crashed member from a slow one.
+const crashProbeTimeout = 250 * time.Millisecond
+
+// watchCrashes reports members whose process is gone, well before memberlist's failure
+// detector would (about 1.2 s on the local profile, 5 s on LAN defaults): when protoactor loses
+// its connection to a member's remote endpoint, one connection attempt to that endpoint tells
+// a crashed process (the kernel refuses: nothing listens on the port any more) from a paused or
+// partitioned one (the attempt times out or succeeds), which is left to memberlist. A refused
+// connection is final for that incarnation: a restarted process has a new member id.
+func (n *Node) watchCrashes() (<-chan cluster.Member, func()) {
+	e := n.env
+	out := make(chan cluster.Member, 16)
+	sub := e.system.EventStream.Subscribe(func(evt any) {
+		ev, ok := evt.(*remote.EndpointTerminatedEvent)
+		if !ok {
+			return
+		}
+		var m cluster.Member
+		for _, c := range e.cfg.Cluster.Members() {
+			if c.Address == ev.Address && c.ID != e.incarnation {
+				m = c
+			}
+		}
+		if m.ID == "" {
+			return
+		}
+		go func() {
+			if !endpointRefuses(ev.Address) {
+				return
+			}
+			select {
+			case out <- m:
+			case <-n.watchStop:
+			}
+		}()
+	})
+	return out, func() { e.system.EventStream.Unsubscribe(sub) }
+}
+
+// endpointRefuses reports whether a TCP connection to addr is refused: no process listens
+// there any more. A timeout or a success (a paused, partitioned or live process) is false.
+func endpointRefuses(addr string) bool {
+	conn, err := net.DialTimeout("tcp", addr, crashProbeTimeout)
+	if err == nil {
+		_ = conn.Close()
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // memberLost declares a lost member dead and runs a recovery round (taking over the recovery

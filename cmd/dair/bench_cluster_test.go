@@ -182,7 +182,20 @@ func recoveryTrial(b *testing.B, url, profile string) (time.Duration, int, error
 	killed := time.Now()
 	if err := testkit.WaitFor(ctx, 5*time.Millisecond, func() (bool, error) {
 		if time.Since(killed) > time.Minute {
-			return false, fmt.Errorf("%d of %d executions of %s not resumed a minute after the kill", len(after), held, victim.ID())
+			var stuck []string
+			for id := range after {
+				run, err := st.GetRun(ctx, id)
+				if err != nil {
+					continue
+				}
+				entries, _ := st.ReadLedger(ctx, id, 0, 0)
+				var kinds []string
+				for _, e := range entries[max(0, len(entries)-6):] {
+					kinds = append(kinds, e.Kind+"/"+e.Reason)
+				}
+				stuck = append(stuck, fmt.Sprintf("%s %s on %s recovery=%v last=%v", id, run.Status, run.AssignedRuntimeInstanceId, run.Recovery, kinds))
+			}
+			return false, fmt.Errorf("%d of %d executions of %s not resumed a minute after the kill: %s", len(after), held, victim.ID(), strings.Join(stuck, "; "))
 		}
 		for id, seq := range after {
 			entries, err := st.ReadLedger(ctx, id, seq, 0)
