@@ -36,11 +36,29 @@ func RemotePID(d *messages.CapacityDescriptor) (*actor.PID, bool) {
 	return actor.NewPID(d.Address, d.ActorId), true
 }
 
+// InstanceIDInUse returns the scale-out providers' local.Config.InUse over st: an instance id
+// absent from the registry is still in use while executions are indexed under it (not yet
+// recovered) or reservations are held against it. Reusing it then would let a recovery of the
+// departed instance fence, and requeue, the runs of the new one.
+func InstanceIDInUse(st store.Store) func(ctx context.Context, id string) (bool, error) {
+	return func(ctx context.Context, id string) (bool, error) {
+		execs, err := st.ListExecutionsByInstance(ctx, id)
+		if err != nil {
+			return false, err
+		}
+		if len(execs) > 0 {
+			return true, nil
+		}
+		n, err := st.ReservationCount(ctx, id)
+		return n > 0, err
+	}
+}
+
 // newActorProvider returns the cluster's "actor" provider: the local provider's behaviour with
 // a remote resolver and a host that places new instances on the least-loaded runtime member.
 func newActorProvider(e *env, m *cluster.Membership) *local.Provider {
 	return local.New(local.Config{Name: ActorProviderName, System: e.system, Resolver: RemotePID,
-		Host: &clusterHost{env: e, members: m}, Instances: e.st.ListInstances, ReadyTimeout: 15 * time.Second})
+		Host: &clusterHost{env: e, members: m}, Instances: e.st.ListInstances, InUse: InstanceIDInUse(e.st), ReadyTimeout: 15 * time.Second})
 }
 
 // clusterHost creates runtime instances on a runtime member of the cluster.

@@ -234,7 +234,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n.providers = providers.NewRegistry(providers.WithObserver(func(r *messages.ProviderResult, _ time.Duration) { e.metrics.provider(r) }))
 	hh := &hostHandle{env: e}
-	lp := local.New(local.Config{System: sys, Directory: e.dir, Host: hh, Instances: cfg.Store.ListInstances,
+	lp := local.New(local.Config{System: sys, Directory: e.dir, Host: hh, Instances: cfg.Store.ListInstances, InUse: InstanceIDInUse(cfg.Store),
 		ReadyTimeout: 10 * time.Second})
 	if err := n.providers.Register(lp); err != nil {
 		return nil, err

@@ -362,7 +362,9 @@ func TestProcessHost_killedHostRunsResume(t *testing.T) {
 	require.Positive(t, recovered, "no run was recovered: the kill hit nothing")
 	procs = hostProcs(t, r.URL())
 	require.Len(t, procs, 1, "one replacement host")
-	require.Equal(t, "solo-runtime-1", procs[0].instance)
+	// The lost id is reused only once nothing references it any more (recovery fences by id),
+	// so the replacement may be solo-runtime-1 again or the next id.
+	require.True(t, strings.HasPrefix(procs[0].instance, "solo-runtime-"), "replacement %s", procs[0].instance)
 	require.NotEqual(t, victim.pid, procs[0].pid, "the runs finished on replacement capacity")
 	t.Logf("%d of %d runs recovered onto the replacement host (pid %d → %d)", recovered, len(ids), victim.pid, procs[0].pid)
 	cp.kill(t)

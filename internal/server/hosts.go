@@ -134,7 +134,7 @@ func (h *hosts) configure(cfg *actors.Config, sys *actor.ActorSystem, m *cluster
 		return
 	}
 	p := hostmanager.NewProvider(local.Config{Name: hostmanager.ProviderName, System: sys, Resolver: actors.RemotePID,
-		Host: h.mgr, Instances: st.ListInstances, ReadyTimeout: processReadyTimeout})
+		Host: h.mgr, Instances: st.ListInstances, InUse: actors.InstanceIDInUse(st), ReadyTimeout: processReadyTimeout})
 	cfg.Providers = append(cfg.Providers, providers.Provider(p))
 	cfg.ScaleOutProvider = hostmanager.ProviderName
 }

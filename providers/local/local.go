@@ -62,6 +62,10 @@ type Config struct {
 	// Instances lists the live runtime instance registry (every tenant). Required with Host.
 	// The provider does not modify the returned descriptors.
 	Instances func(ctx context.Context) ([]*messages.CapacityDescriptor, error)
+	// InUse, when set, reports whether an id that is absent from the registry is still
+	// referenced by a departed instance (unrecovered executions, live reservations). Scale-out
+	// does not reuse such an id: fencing and recovery tell instances apart by id.
+	InUse func(ctx context.Context, id string) (bool, error)
 	// RequestTimeout bounds each request to an instance actor. Default 5s.
 	RequestTimeout time.Duration
 	// ReadyTimeout bounds the wait for a new instance to be ready. Default 10s.

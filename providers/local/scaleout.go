@@ -56,7 +56,10 @@ func (p *Provider) ScaleOut(ctx context.Context, req *messages.ScaleOutRequest) 
 	if countInScope(list, settings) >= maxInstances {
 		return fail(providers.ReasonMaxRuntimeInstancesReached, false)
 	}
-	id := nextFreeID(list, prefix)
+	id, err := p.freeID(ctx, list, prefix)
+	if err != nil {
+		return fail(providers.ReasonListInstancesFailed, true)
+	}
 
 	if err := p.cfg.Host.CreateInstance(ctx, id, settings, req.GetRequestId()); err != nil {
 		out := fail(providers.ReasonHostCreateFailed, true)
@@ -182,6 +185,31 @@ func instancePrefix(d *messages.CapacityDescriptor) string {
 		}
 	}
 	return id
+}
+
+// maxInUseChecks bounds how many ids freeID asks InUse about before it gives up reuse and
+// takes the next id above every live one.
+const maxInUseChecks = 16
+
+// freeID returns nextFreeID(list, prefix), skipping ids that Config.InUse reports as still
+// referenced by a departed instance.
+func (p *Provider) freeID(ctx context.Context, list []*messages.CapacityDescriptor, prefix string) (string, error) {
+	if p.cfg.InUse == nil {
+		return nextFreeID(list, prefix), nil
+	}
+	taken := append([]*messages.CapacityDescriptor(nil), list...)
+	for range maxInUseChecks {
+		id := nextFreeID(taken, prefix)
+		busy, err := p.cfg.InUse(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		if !busy {
+			return id, nil
+		}
+		taken = append(taken, &messages.CapacityDescriptor{RuntimeInstanceId: id, Status: messages.InstanceReady})
+	}
+	return nextFreeID(taken, prefix), nil
 }
 
 // nextFreeID returns the smallest "<prefix>-<n>", n >= 1, not used by a live instance of any

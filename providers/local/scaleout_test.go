@@ -44,6 +44,8 @@ func TestProvider_ScaleOut_cases(t *testing.T) {
 		neverUp    bool
 		noHost     bool
 		listErr    error
+		inUse      []string // ids InUse reports as still referenced
+		inUseErr   error
 		wantID     string
 		wantReason string
 	}{
@@ -88,6 +90,9 @@ func TestProvider_ScaleOut_cases(t *testing.T) {
 		{name: "never ready", settings: tenantA, neverUp: true, wantID: "tenant-a-runtime-1", wantReason: providers.ReasonInstanceNotReady},
 		{name: "listing fails", settings: tenantA, listErr: errors.New("redis down"), wantReason: providers.ReasonListInstancesFailed},
 		{name: "no settings", wantReason: providers.ReasonInvalidRequest},
+		{name: "id of a departed instance still in use is skipped", existing: []*messages.CapacityDescriptor{tenantAInst("tenant-a-runtime-2")},
+			settings: tenantA, inUse: []string{"tenant-a-runtime-1"}, wantID: "tenant-a-runtime-3"},
+		{name: "in-use check fails", settings: tenantA, inUseErr: errors.New("redis down"), wantReason: providers.ReasonListInstancesFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,6 +104,9 @@ func TestProvider_ScaleOut_cases(t *testing.T) {
 			cfg := Config{System: system, Directory: dir, Host: h, Instances: reg.Instances, ReadyTimeout: 100 * time.Millisecond}
 			if tt.noHost {
 				cfg.Host = nil
+			}
+			if tt.inUse != nil || tt.inUseErr != nil {
+				cfg.InUse = func(_ context.Context, id string) (bool, error) { return slices.Contains(tt.inUse, id), tt.inUseErr }
 			}
 			req := &messages.ScaleOutRequest{RequestId: "so-1", Settings: tt.settings, CorrelationId: "corr"}
 			out := New(cfg).ScaleOut(context.Background(), req)
