@@ -42,15 +42,13 @@ func RemotePID(d *messages.CapacityDescriptor) (*actor.PID, bool) {
 // departed instance fence, and requeue, the runs of the new one.
 func InstanceIDInUse(st store.Store) func(ctx context.Context, id string) (bool, error) {
 	return func(ctx context.Context, id string) (bool, error) {
+		// Reservations first: one cheap count, and a departed instance's holds outlive its
+		// executions' recovery (they are released one run at a time).
+		if n, err := st.ReservationCount(ctx, id); err != nil || n > 0 {
+			return n > 0, err
+		}
 		execs, err := st.ListExecutionsByInstance(ctx, id)
-		if err != nil {
-			return false, err
-		}
-		if len(execs) > 0 {
-			return true, nil
-		}
-		n, err := st.ReservationCount(ctx, id)
-		return n > 0, err
+		return len(execs) > 0, err
 	}
 }
 
