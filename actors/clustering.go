@@ -182,10 +182,10 @@ func (c *core) declareDead(ctx context.Context, member string) error {
 	return nil
 }
 
-// memberOverlay returns insts with every instance published by an actor system that is not a
-// current member (one of members) marked unhealthy (a copy; insts is not modified). Such a descriptor is
-// the last word of a member the cluster lost, possibly re-published by it before it learned it
-// was declared dead: it must neither receive runs nor count as the tenant's capacity.
+// memberOverlay returns insts with every instance published by an actor system that is not
+// one of members marked unhealthy (a copy; insts is not modified). Such a descriptor is the
+// last word of a member the cluster lost, possibly re-published by it before it learned it was
+// declared dead: it must neither receive runs nor count as the tenant's capacity.
 func memberOverlay(insts []*messages.CapacityDescriptor, members []cluster.Member) []*messages.CapacityDescriptor {
 	live := make(map[string]bool, len(members))
 	for _, mb := range members {
