@@ -204,6 +204,15 @@ func (x *execution) load(c actor.Context) {
 					}
 					epoch = 1
 				} else {
+					// Taking the execution over bumps its epoch, which would fence an activation
+					// elsewhere: first make sure the run is still this instance's.
+					run, err := e.st.GetRun(ctx, s.req.SharedRunId)
+					if err != nil {
+						return fmt.Errorf("load run: %w", err)
+					}
+					if err := startableHere(run, s.instanceID); err != nil {
+						return err
+					}
 					ep, err := e.st.AcquireExecution(ctx, execID, e.incarnation, s.instanceID)
 					if err != nil {
 						return fmt.Errorf("acquire execution %s: %w", execID, err)
@@ -211,9 +220,15 @@ func (x *execution) load(c actor.Context) {
 					epoch = ep
 				}
 				msg.executionID, msg.epoch = execID, epoch
+				// The run record is where a dispatch is decided: mark it running only while it is
+				// still assigned here. A dispatch that arrives after the run was requeued (its
+				// pump gave up, or recovery found it lost) must not run it a second time.
 				if _, err := e.st.UpdateRun(ctx, s.req.SharedRunId, func(r *messages.SharedRun) error {
 					if messages.IsTerminalRun(r.Status) {
 						return nil
+					}
+					if err := startableHere(r, s.instanceID); err != nil {
+						return err
 					}
 					r.Status = messages.RunRunning
 					r.ExecutionId = execID
@@ -221,6 +236,13 @@ func (x *execution) load(c actor.Context) {
 					r.AssignedRuntimeInstanceId = s.instanceID
 					return nil
 				}); err != nil {
+					if errors.Is(err, errRunMoved) {
+						// Leave the execution on no instance, so nothing here counts it as ours.
+						if _, _, ferr := e.st.FenceExecution(ctx, execID, "moved:"+e.incarnation, s.instanceID); ferr != nil && !errors.Is(ferr, store.ErrNotFound) {
+							e.log.Warn("release execution of a moved run", zap.String("execution_id", execID), zap.Error(ferr))
+						}
+						return err
+					}
 					return fmt.Errorf("mark run running: %w", err)
 				}
 				kind := messages.KindExecutionStarted
@@ -251,6 +273,23 @@ func (x *execution) load(c actor.Context) {
 	}()
 }
 
+// errRunMoved stops an activation whose run is no longer assigned to its instance.
+var errRunMoved = errors.New("actors: run is no longer assigned to this instance")
+
+// startableHere reports (as errRunMoved) whether an execution of run may start on instanceID:
+// the run must be assigned there and dispatched, running (a restart) or paused.
+func startableHere(run *messages.SharedRun, instanceID string) error {
+	switch {
+	case messages.IsTerminalRun(run.Status):
+		return nil
+	case run.AssignedRuntimeInstanceId != instanceID:
+		return fmt.Errorf("%w: assigned to %q", errRunMoved, run.AssignedRuntimeInstanceId)
+	case run.Status != messages.RunDispatched && run.Status != messages.RunRunning && run.Status != messages.RunPaused:
+		return fmt.Errorf("%w: run is %s", errRunMoved, run.Status)
+	}
+	return nil
+}
+
 func reasonFor(kind string) string {
 	if kind == messages.KindRecovery {
 		return "resumed-from-committed-steps"
@@ -270,7 +309,7 @@ func (x *execution) onLoaded(c actor.Context, m *execLoaded) {
 		s.epoch = m.epoch
 	}
 	if m.err != nil {
-		if errors.Is(m.err, store.ErrStaleEpoch) || (errors.Is(m.err, store.ErrNotFound) && s.epoch != 0) {
+		if errors.Is(m.err, store.ErrStaleEpoch) || errors.Is(m.err, errRunMoved) || (errors.Is(m.err, store.ErrNotFound) && s.epoch != 0) {
 			x.fenced(c, m.err)
 			return
 		}

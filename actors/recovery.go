@@ -101,7 +101,15 @@ func (c *core) recoverRound(ctx context.Context, repair bool) error {
 			return fmt.Errorf("list %s runs: %w", status, err)
 		}
 		for _, r := range runs {
-			if r.AssignedRuntimeInstanceId == "" || live[r.AssignedRuntimeInstanceId] {
+			if r.AssignedRuntimeInstanceId == "" {
+				continue
+			}
+			if live[r.AssignedRuntimeInstanceId] {
+				if status == messages.RunDispatched {
+					if err := c.recoverLostDispatch(ctx, r); err != nil {
+						e.log.Warn("recover lost dispatch", zap.String("tenant_id", r.TenantId), zap.String("shared_run_id", r.SharedRunId), zap.Error(err))
+					}
+				}
 				continue
 			}
 			if err := c.recoverRun(ctx, r, "runtime-instance-lost"); err != nil {
@@ -161,6 +169,50 @@ func (c *core) recoverRun(ctx context.Context, r *messages.SharedRun, reason str
 		Data: mustJSON(map[string]any{"lost_runtime_instance_id": lost, "fenced_epoch": epoch})})
 	e.log.Info("run requeued for recovery", zap.String("tenant_id", r.TenantId), zap.String("shared_run_id", r.SharedRunId), zap.String("execution_id", r.ExecutionId),
 		zap.String("lost_runtime_instance_id", lost), zap.Int64("epoch", epoch))
+	if c.wakePump != nil {
+		c.wakePump()
+	}
+	return nil
+}
+
+// recoverLostDispatch requeues a run marked dispatched to a live instance that never received
+// it: the pump that marked it died before delivering it. An instance refreshes the slot
+// reservation of every run it holds, so a run still dispatched after its reservation lapsed
+// (ReservationTTL after the pump reserved it) is on no instance. The requeue is conditional
+// on the run being unchanged since it was listed, and an instance that receives the dispatch
+// late will not start it (the run is no longer assigned to it), so nothing runs twice.
+func (c *core) recoverLostDispatch(ctx context.Context, r *messages.SharedRun) error {
+	e := c.env
+	if e.now().Sub(time.Unix(0, r.UpdatedAt)) < e.cfg.ReservationTTL {
+		return nil
+	}
+	inst := r.AssignedRuntimeInstanceId
+	held, err := e.st.ReservationHeld(ctx, inst, r.SharedRunId)
+	if err != nil || held {
+		return err
+	}
+	moved := false
+	if _, err := e.st.UpdateRun(ctx, r.SharedRunId, func(x *messages.SharedRun) error {
+		moved = x.Status == messages.RunDispatched && x.AssignedRuntimeInstanceId == inst && x.Attempts == r.Attempts
+		if moved {
+			x.Status = messages.RunQueued
+			x.FailureReason = "dispatch-lost"
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("requeue run: %w", err)
+	}
+	if !moved {
+		return nil
+	}
+	if err := e.st.Enqueue(ctx, r.SharedRunId); err != nil {
+		return fmt.Errorf("enqueue run: %w", err)
+	}
+	e.ledger(ctx, &messages.LedgerEntry{Kind: messages.KindDispatchFailed, SharedRunId: r.SharedRunId, ExecutionId: r.ExecutionId,
+		RuntimeInstanceId: inst, TenantId: r.GetSnapshot().GetTenantId(), Reason: "dispatch-lost",
+		Data: mustJSON(map[string]any{"pump_runtime_instance_id": r.PumpRuntimeInstanceId, "requeued_by": "recovery"})})
+	e.log.Warn("dispatched run never reached its instance; requeued", zap.String("tenant_id", r.TenantId), zap.String("shared_run_id", r.SharedRunId),
+		zap.String("runtime_instance_id", inst), zap.String("pump_runtime_instance_id", r.PumpRuntimeInstanceId))
 	if c.wakePump != nil {
 		c.wakePump()
 	}

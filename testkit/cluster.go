@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,6 +80,9 @@ func StartProcessCluster(t testing.TB, opts ProcessClusterOptions) *ProcessClust
 	}
 	if opts.Profile == "" {
 		opts.Profile = "local"
+	}
+	if opts.LogLevel == "" {
+		opts.LogLevel = os.Getenv("DAIR_TEST_LOG_LEVEL")
 	}
 	if opts.LogLevel == "" {
 		opts.LogLevel = "warn"
@@ -211,9 +216,21 @@ func (c *ProcessCluster) Close() {
 // cleanup kills every node still running and prints the logs of a failed test.
 func (c *ProcessCluster) cleanup() {
 	c.Close()
-	if c.t.Failed() {
-		for _, n := range c.nodes {
-			c.t.Logf("testkit: log of node %s (tail):\n%s", n.id, tail(n.Logs(), clusterLogTail))
+	if !c.t.Failed() {
+		return
+	}
+	// DAIR_TEST_LOG_DIR keeps every failed cluster's full node logs for a post-mortem.
+	dir := os.Getenv("DAIR_TEST_LOG_DIR")
+	for _, n := range c.nodes {
+		c.t.Logf("testkit: log of node %s (tail):\n%s", n.id, tail(n.Logs(), clusterLogTail))
+		if dir == "" {
+			continue
+		}
+		name := filepath.Join(dir, strings.ReplaceAll(c.t.Name(), "/", "_")+"-"+n.id+".log")
+		if err := os.WriteFile(name, []byte(n.Logs()), 0o644); err != nil {
+			c.t.Logf("testkit: keep log of %s: %v", n.id, err)
+		} else {
+			c.t.Logf("testkit: full log of node %s: %s", n.id, name)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -115,26 +114,11 @@ func TestCluster_killNodeWithMostExecutions(t *testing.T) {
 	}
 	callsAtKill := cs.snapshot()
 	c = pc.Reachable()[0].Client()
-	var mu sync.Mutex
-	done := map[string]*api.Run{}
-	testkit.Eventually(t, 3*time.Minute, 200*time.Millisecond, func() bool {
-		for _, s := range subs {
-			mu.Lock()
-			_, ok := done[s.id]
-			mu.Unlock()
-			if ok {
-				continue
-			}
-			run, err := c.GetRun(ctx, s.id)
-			if err != nil || !messages.IsTerminalRun(run.Status) {
-				return false
-			}
-			mu.Lock()
-			done[s.id] = run
-			mu.Unlock()
-		}
-		return true
-	}, "every run finished")
+	ids := make([]string, len(subs))
+	for i, s := range subs {
+		ids[i] = s.id
+	}
+	done := waitAll(t, ctx, c, ids, 3*time.Minute)
 	t.Logf("all runs finished %s after the kill", time.Since(killedAt).Round(time.Millisecond))
 
 	recovered := 0
@@ -217,11 +201,13 @@ func waitAll(t *testing.T, ctx context.Context, c *client.Client, ids []string, 
 	})
 	if err != nil {
 		// Say where the unfinished runs are stuck before failing.
+		shown, unfinished := 0, 0
 		for _, id := range ids {
 			if _, ok := done[id]; ok {
 				continue
 			}
-			if run, err := c.GetRun(ctx, id); err == nil {
+			if run, err := c.GetRun(ctx, id); err == nil && !messages.IsTerminalRun(run.Status) {
+				unfinished++
 				done := 0
 				for _, st := range run.Steps {
 					if st.Status == messages.StepSucceeded {
@@ -230,6 +216,16 @@ func waitAll(t *testing.T, ctx context.Context, c *client.Client, ids []string, 
 				}
 				t.Logf("unfinished run %s: status %s, instance %s, execution %s, %d steps succeeded, reason %q", id, run.Status,
 					run.AssignedRuntimeInstanceID, run.ExecutionID, done, run.FailureReason)
+				if shown < 5 {
+					shown++
+					if led, err := c.Ledger(ctx, id); err == nil {
+						from := max(0, len(led.Entries)-6)
+						for _, e := range led.Entries[from:] {
+							t.Logf("    ledger %d %s %s instance %s step %s epoch %d %s", e.Seq, e.At.Format("15:04:05.000"), e.Kind,
+								e.RuntimeInstanceID, e.StepID, e.Epoch, e.Reason)
+						}
+					}
+				}
 			}
 		}
 		if l, err := c.ListInstances(ctx, ""); err == nil {
@@ -238,7 +234,7 @@ func waitAll(t *testing.T, ctx context.Context, c *client.Client, ids []string, 
 					in.IsDraining, in.AvailableRunSlots)
 			}
 		}
-		t.Fatalf("%d of %d runs did not finish within %v: %v", len(ids)-len(done), len(ids), within, err)
+		t.Fatalf("%d of %d runs did not finish within %v: %v", unfinished, len(ids), within, err)
 	}
 	return done
 }

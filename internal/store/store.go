@@ -138,6 +138,10 @@ type Reservations interface {
 	ReleaseReservation(ctx context.Context, instanceID, runID string) error
 	// ReservationCount returns the number of live holds on instanceID.
 	ReservationCount(ctx context.Context, instanceID string) (int, error)
+	// ReservationHeld reports whether runID holds a live slot of instanceID. An instance
+	// refreshes the holds of every run it has, so a dispatched run without one was never
+	// received (its pump died between marking it dispatched and delivering it).
+	ReservationHeld(ctx context.Context, instanceID, runID string) (bool, error)
 }
 
 // StepCommit is one fenced step write, optionally with ledger entries appended atomically.

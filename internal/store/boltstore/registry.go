@@ -168,6 +168,17 @@ func (s *Store) ReleaseReservation(ctx context.Context, instanceID, runID string
 	return wrap("release reservation", instanceID+"/"+runID, err)
 }
 
+// ReservationHeld reports whether runID holds a live slot of instanceID.
+func (s *Store) ReservationHeld(ctx context.Context, instanceID, runID string) (bool, error) {
+	held := false
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		v := tx.Bucket(bReservations).Get(key(instanceID, runID))
+		held = len(v) >= 8 && decodeTime(v) > s.nowNanos()
+		return nil
+	})
+	return held, wrap("reservation", instanceID+"/"+runID, err)
+}
+
 // ReservationCount returns the number of live holds on instanceID.
 func (s *Store) ReservationCount(ctx context.Context, instanceID string) (int, error) {
 	n := 0

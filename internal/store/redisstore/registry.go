@@ -169,6 +169,21 @@ func (s *Store) ReleaseReservation(ctx context.Context, instanceID, runID string
 	return nil
 }
 
+// ReservationHeld reports whether runID holds a live slot of instanceID.
+func (s *Store) ReservationHeld(ctx context.Context, instanceID, runID string) (bool, error) {
+	if err := s.check(); err != nil {
+		return false, fmt.Errorf("redisstore: reservation %s/%s: %w", instanceID, runID, err)
+	}
+	until, err := s.rdb.ZScore(ctx, s.resvKey(instanceID), runID).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("redisstore: reservation %s/%s: %w", instanceID, runID, err)
+	}
+	return int64(until) > s.nowMicros(), nil
+}
+
 // ReservationCount returns the number of live holds on instanceID.
 func (s *Store) ReservationCount(ctx context.Context, instanceID string) (int, error) {
 	if err := s.check(); err != nil {

@@ -136,12 +136,23 @@ func testReserveLimit(t *testing.T, e *env) {
 	equal(t, "count unknown", reservationCount(t, e, "nobody"), 0)
 }
 
+func reservationHeld(t *testing.T, e *env, inst, runID string) bool {
+	t.Helper()
+	ok, err := e.st.ReservationHeld(e.ctx, inst, runID)
+	noErr(t, err)
+	return ok
+}
+
 func testReserveExpiry(t *testing.T, e *env) {
 	equal(t, "r1", reserve(t, e, "i1", "r1", 1, 10*time.Second), true)
+	equal(t, "r1 held", reservationHeld(t, e, "i1", "r1"), true)
+	equal(t, "r1 held elsewhere", reservationHeld(t, e, "i2", "r1"), false)
+	equal(t, "r9 never reserved", reservationHeld(t, e, "i1", "r9"), false)
 	e.clock.Advance(9 * time.Second)
 	equal(t, "r2 while r1 live", reserve(t, e, "i1", "r2", 1, 10*time.Second), false)
 	e.clock.Advance(2 * time.Second)
 	equal(t, "count after expiry", reservationCount(t, e, "i1"), 0)
+	equal(t, "r1 held after expiry", reservationHeld(t, e, "i1", "r1"), false)
 	equal(t, "r2 after expiry", reserve(t, e, "i1", "r2", 1, 10*time.Second), true)
 	// Re-reserving refreshes the hold.
 	e.clock.Advance(8 * time.Second)

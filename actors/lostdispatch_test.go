@@ -1,0 +1,132 @@
+package actors_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/internal/tenancy"
+	"github.com/dairuntime/dair/messages"
+	"github.com/dairuntime/dair/testkit"
+)
+
+// finishedRun starts a node with a short reservation TTL, runs one run of napSteps to the end
+// and returns the node and that run (which names the node's live instance).
+func finishedRun(t *testing.T, ctx context.Context) (*actors.Node, *messages.SharedRun) {
+	t.Helper()
+	n := testkit.StartNode(t, testkit.NodeOptions{Config: actors.Config{ReservationTTL: 300 * time.Millisecond}})
+	_, err := n.PutPipeline(ctx, []byte(napSteps))
+	require.NoError(t, err)
+	run, err := n.Submit(ctx, actors.SubmitRequest{Pipeline: "naps", Snapshot: &messages.ExecutionContextSnapshot{TenantId: "acme", Source: "test"}})
+	require.NoError(t, err)
+	done, err := n.Await(ctx, run.SharedRunId)
+	require.NoError(t, err)
+	require.Equal(t, messages.RunSucceeded, done.Status, done.FailureReason)
+	return n, done
+}
+
+// like returns a fresh run record of the same pipeline and tenant as tmpl, in status.
+func like(tmpl *messages.SharedRun, id, status, instance string) *messages.SharedRun {
+	r := proto.Clone(tmpl).(*messages.SharedRun)
+	r.SharedRunId, r.Status, r.AssignedRuntimeInstanceId = id, status, instance
+	r.ExecutionId, r.LocalRunId, r.IdempotencyKey, r.FailureReason = "", "", "", ""
+	r.CreatedAt, r.UpdatedAt, r.Attempts = 0, 0, 1
+	return r
+}
+
+// TestNode_lostDispatchIsRequeued: a pump marked a run dispatched to a live instance, reserved
+// its slot and died before delivering it (the queue item was acked). The instance never
+// refreshes a reservation it does not hold, so once the hold lapses the recovery coordinator
+// requeues the run, and it runs once.
+func TestNode_lostDispatchIsRequeued(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, first := finishedRun(t, ctx)
+	st := n.Store()
+	inst := first.AssignedRuntimeInstanceId
+	_, created, err := st.CreateRun(ctx, like(first, "lost-dispatch", messages.RunDispatched, inst))
+	require.NoError(t, err)
+	require.True(t, created)
+	ok, err := st.Reserve(ctx, inst, "lost-dispatch", 100, 300*time.Millisecond)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	done, err := n.Await(ctx, "lost-dispatch")
+	require.NoError(t, err)
+	require.Equal(t, messages.RunSucceeded, done.Status, done.FailureReason)
+	_, entries, err := n.Ledger(ctx, "lost-dispatch", 0)
+	require.NoError(t, err)
+	lost, started := 0, 0
+	for _, e := range entries {
+		switch {
+		case e.Kind == messages.KindDispatchFailed && e.Reason == "dispatch-lost":
+			lost++
+		case e.Kind == messages.KindExecutionStarted:
+			started++
+		}
+	}
+	require.Equal(t, 1, lost, "one dispatch-lost requeue")
+	require.Equal(t, 1, started, "one execution")
+}
+
+// TestNode_lateDispatchOfAMovedRunDoesNotRun: a dispatch reaches an instance after the run
+// was taken back (requeued, or assigned elsewhere). The instance must not run it: the run
+// record, not the message, says where the run belongs.
+func TestNode_lateDispatchOfAMovedRunDoesNotRun(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, first := finishedRun(t, ctx)
+	st := n.Store()
+	inst := first.AssignedRuntimeInstanceId
+	d, err := st.GetInstance(ctx, inst)
+	require.NoError(t, err)
+	// A second live instance holds "elsewhere" (so recovery leaves it alone).
+	require.NoError(t, n.CreateInstance(ctx, actors.InstanceSpec{ID: "other-1", Settings: tenancy.Normalize(tenancy.Defaults("acme"))}))
+	ok, err := st.Reserve(ctx, "other-1", "elsewhere", 100, time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	moved := []*messages.SharedRun{
+		like(first, "requeued", messages.RunQueued, inst),
+		like(first, "elsewhere", messages.RunDispatched, "other-1"),
+	}
+	before := fencedCount(t, n)
+	for _, r := range moved {
+		_, _, err := st.CreateRun(ctx, r)
+		require.NoError(t, err)
+		res := n.Providers().Dispatch(ctx, d, &messages.DispatchRequest{RuntimeInstanceId: inst, SharedRunId: r.SharedRunId,
+			PipelineKey: r.Pipeline, PipelineHash: r.PipelineHash, Input: r.Input, Snapshot: r.Snapshot, Source: "test-late"})
+		require.True(t, res.Ok, res.Reason) // the instance takes the message; its execution declines
+	}
+	testkit.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool {
+		return fencedCount(t, n) >= before+2
+	}, "both activations stopped")
+	for _, want := range moved {
+		got, err := st.GetRun(ctx, want.SharedRunId)
+		require.NoError(t, err)
+		require.Equal(t, want.Status, got.Status, want.SharedRunId)
+		require.Equal(t, want.AssignedRuntimeInstanceId, got.AssignedRuntimeInstanceId, want.SharedRunId)
+		require.Empty(t, got.ExecutionId, want.SharedRunId)
+	}
+	execs, err := st.ListExecutionsByInstance(ctx, inst)
+	require.NoError(t, err)
+	for _, x := range execs {
+		require.Equal(t, first.SharedRunId, x.SharedRunId, "an execution of a moved run is left on the instance")
+	}
+}
+
+// fencedCount reads dair_executions_fenced_total.
+func fencedCount(t *testing.T, n *actors.Node) float64 {
+	t.Helper()
+	mfs, err := n.Metrics().Registry.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == "dair_executions_fenced_total" {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return 0
+}
