@@ -345,6 +345,7 @@ func (n *Node) memberLost(m cluster.Member) {
 func (n *Node) declaredDead(how string) {
 	n.deadOnce.Do(func() {
 		e := n.env
+		e.dead.Store(true)
 		e.log.Error("this node was declared dead by the cluster; stopping its runtime instances", zap.String("signal", how))
 		for _, id := range e.dir.ids() {
 			if pid, ok := e.dir.Lookup(id); ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -34,6 +35,8 @@ type env struct {
 	usageW      *usageWriter
 	cfg         Config
 	now         func() time.Time
+	// dead is set once the cluster declared this incarnation dead: its runs belong to others.
+	dead atomic.Bool
 }
 
 // ledger appends entries (batched with other runs' writes by the committer, in order per run)

@@ -84,6 +84,7 @@ func (in *instance) Receive(c actor.Context) {
 	case *actor.Stopped:
 		in.env.dir.remove(in.spec.ID, c.Self())
 		in.env.pub.remove(in.spec.ID)
+		in.releaseHolds()
 	case *actor.Restarting:
 		if in.stopTimer != nil {
 			in.stopTimer()
@@ -313,6 +314,31 @@ func (in *instance) finished(c actor.Context, lr, status string) {
 	}()
 	in.tryStart(c)
 	in.publish(c)
+}
+
+// releaseHolds drops the slot reservations of the runs a stopped instance still tracks (an
+// execution that finished as the instance stopped could not report, so its hold would outlive
+// the instance and keep the id from being reused until it lapsed). A node declared dead
+// leaves them to recovery: its runs, and maybe its instance ids, already belong to others.
+func (in *instance) releaseHolds() {
+	if in.env.dead.Load() || len(in.byShared) == 0 {
+		return
+	}
+	e, id := in.env, in.spec.ID
+	runs := make([]string, 0, len(in.byShared))
+	for runID := range in.byShared {
+		runs = append(runs, runID)
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, runID := range runs {
+			if err := e.st.ReleaseReservation(ctx, id, runID); err != nil {
+				e.log.Warn("release reservation of a stopped instance", zap.String("runtime_instance_id", id), zap.Error(err))
+				return
+			}
+		}
+	}()
 }
 
 // failExecution fails an execution that cannot go on (its actor was given up on), and its run,

@@ -14,11 +14,11 @@ import (
 	"github.com/dairuntime/dair/testkit"
 )
 
-// finishedRun starts a node with a short reservation TTL, runs one run of napSteps to the end
-// and returns the node and that run (which names the node's live instance).
+// finishedRun starts a node, runs one run of napSteps to the end and returns the node and that
+// run (which names the node's live instance).
 func finishedRun(t *testing.T, ctx context.Context) (*actors.Node, *messages.SharedRun) {
 	t.Helper()
-	n := testkit.StartNode(t, testkit.NodeOptions{Config: actors.Config{ReservationTTL: 300 * time.Millisecond}})
+	n := testkit.StartNode(t, testkit.NodeOptions{})
 	_, err := n.PutPipeline(ctx, []byte(napSteps))
 	require.NoError(t, err)
 	run, err := n.Submit(ctx, actors.SubmitRequest{Pipeline: "naps", Snapshot: &messages.ExecutionContextSnapshot{TenantId: "acme", Source: "test"}})
@@ -40,8 +40,8 @@ func like(tmpl *messages.SharedRun, id, status, instance string) *messages.Share
 
 // TestNode_lostDispatchIsRequeued: a pump marked a run dispatched to a live instance, reserved
 // its slot and died before delivering it (the queue item was acked). The instance never
-// refreshes a reservation it does not hold, so once the hold lapses the recovery coordinator
-// requeues the run, and it runs once.
+// extends a hold on a run it does not have, so the recovery coordinator requeues the run a few
+// heartbeats later (well before the hold lapses), and it runs once.
 func TestNode_lostDispatchIsRequeued(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -51,11 +51,14 @@ func TestNode_lostDispatchIsRequeued(t *testing.T) {
 	_, created, err := st.CreateRun(ctx, like(first, "lost-dispatch", messages.RunDispatched, inst))
 	require.NoError(t, err)
 	require.True(t, created)
-	ok, err := st.Reserve(ctx, inst, "lost-dispatch", 100, 300*time.Millisecond)
+	// The pump's hold, at the default TTL: recovery must not wait for it to lapse.
+	ok, err := st.Reserve(ctx, inst, "lost-dispatch", 100, 30*time.Second)
 	require.NoError(t, err)
 	require.True(t, ok)
 
-	done, err := n.Await(ctx, "lost-dispatch")
+	actx, acancel := context.WithTimeout(ctx, 10*time.Second) // < the 30 s hold
+	defer acancel()
+	done, err := n.Await(actx, "lost-dispatch")
 	require.NoError(t, err)
 	require.Equal(t, messages.RunSucceeded, done.Status, done.FailureReason)
 	_, entries, err := n.Ledger(ctx, "lost-dispatch", 0)
@@ -129,4 +132,41 @@ func fencedCount(t *testing.T, n *actors.Node) float64 {
 		}
 	}
 	return 0
+}
+
+// TestNode_runWaitingInALocalQueueIsNotTakenForLost: runs that wait in an instance's local
+// queue (dispatched, not yet running) for many heartbeats keep their holds extended, so the
+// lost-dispatch check leaves them alone.
+func TestNode_runWaitingInALocalQueueIsNotTakenForLost(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n := testkit.StartNode(t, testkit.NodeOptions{})
+	_, err := n.PutPipeline(ctx, []byte(napSteps))
+	require.NoError(t, err)
+	// One worker, four run slots: the later runs wait in the local queue (up to 1.8 s).
+	_, err = n.PutTenant(ctx, &messages.TenantSettings{TenantId: "acme", IsolationMode: messages.IsolationDedicated,
+		RuntimeInstanceIdPrefix: "acme-runtime", MaxRuntimeInstances: 1, WorkerCountPerInstance: 1,
+		MaxConcurrentRunsPerInstance: 4, LocalQueueCapacity: 10})
+	require.NoError(t, err)
+	var ids []string
+	for range 4 {
+		run, err := n.Submit(ctx, actors.SubmitRequest{Pipeline: "naps", Snapshot: &messages.ExecutionContextSnapshot{TenantId: "acme", Source: "test"}})
+		require.NoError(t, err)
+		ids = append(ids, run.SharedRunId)
+	}
+	for _, id := range ids {
+		done, err := n.Await(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, messages.RunSucceeded, done.Status, done.FailureReason)
+		_, entries, err := n.Ledger(ctx, id, 0)
+		require.NoError(t, err)
+		started := 0
+		for _, e := range entries {
+			require.NotEqual(t, "dispatch-lost", e.Reason, "run %s taken for lost while queued on its instance", id)
+			if e.Kind == messages.KindExecutionStarted {
+				started++
+			}
+		}
+		require.Equal(t, 1, started, id)
+	}
 }

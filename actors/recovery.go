@@ -175,21 +175,32 @@ func (c *core) recoverRun(ctx context.Context, r *messages.SharedRun, reason str
 	return nil
 }
 
+// lostDispatchSlack is how much later than the pump's own hold an instance's refresh must
+// reach for the run to count as received. It absorbs clock differences between the pump's
+// and the instance's nodes; a misjudgement only requeues a run its instance then declines.
+const lostDispatchSlack = 500 * time.Millisecond
+
 // recoverLostDispatch requeues a run marked dispatched to a live instance that never received
-// it: the pump that marked it died before delivering it. An instance refreshes the slot
-// reservation of every run it holds, so a run still dispatched after its reservation lapsed
-// (ReservationTTL after the pump reserved it) is on no instance. The requeue is conditional
-// on the run being unchanged since it was listed, and an instance that receives the dispatch
-// late will not start it (the run is no longer assigned to it), so nothing runs twice.
+// it: the pump that marked it died before delivering it. The pump reserved the run's slot just
+// before marking it (so that hold lapses no later than UpdatedAt+ReservationTTL), and an
+// instance extends the hold of every run it has on receipt and at each heartbeat. A run still
+// dispatched two heartbeats later whose hold was never extended is on no instance. The
+// requeue is conditional on the run being unchanged since it was listed, and an instance that
+// gets the dispatch late will not start it (the run is no longer assigned to it), so nothing
+// runs twice.
 func (c *core) recoverLostDispatch(ctx context.Context, r *messages.SharedRun) error {
 	e := c.env
-	if e.now().Sub(time.Unix(0, r.UpdatedAt)) < e.cfg.ReservationTTL {
+	dispatched := time.Unix(0, r.UpdatedAt)
+	if e.now().Sub(dispatched) < 2*e.cfg.HeartbeatInterval+lostDispatchSlack {
 		return nil
 	}
 	inst := r.AssignedRuntimeInstanceId
-	held, err := e.st.ReservationHeld(ctx, inst, r.SharedRunId)
-	if err != nil || held {
+	until, err := e.st.ReservationExpiry(ctx, inst, r.SharedRunId)
+	if err != nil {
 		return err
+	}
+	if until.After(dispatched.Add(e.cfg.ReservationTTL + lostDispatchSlack)) {
+		return nil // the instance has it
 	}
 	moved := false
 	if _, err := e.st.UpdateRun(ctx, r.SharedRunId, func(x *messages.SharedRun) error {

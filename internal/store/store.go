@@ -138,10 +138,11 @@ type Reservations interface {
 	ReleaseReservation(ctx context.Context, instanceID, runID string) error
 	// ReservationCount returns the number of live holds on instanceID.
 	ReservationCount(ctx context.Context, instanceID string) (int, error)
-	// ReservationHeld reports whether runID holds a live slot of instanceID. An instance
-	// refreshes the holds of every run it has, so a dispatched run without one was never
-	// received (its pump died between marking it dispatched and delivering it).
-	ReservationHeld(ctx context.Context, instanceID, runID string) (bool, error)
+	// ReservationExpiry returns when runID's live hold on instanceID lapses, or the zero time
+	// when it holds none. An instance refreshes the hold of every run it has (on receipt and
+	// at each heartbeat), so a dispatched run whose hold was never extended past what its pump
+	// reserved was never received: the pump died between marking it and delivering it.
+	ReservationExpiry(ctx context.Context, instanceID, runID string) (time.Time, error)
 }
 
 // StepCommit is one fenced step write, optionally with ledger entries appended atomically.

@@ -168,15 +168,17 @@ func (s *Store) ReleaseReservation(ctx context.Context, instanceID, runID string
 	return wrap("release reservation", instanceID+"/"+runID, err)
 }
 
-// ReservationHeld reports whether runID holds a live slot of instanceID.
-func (s *Store) ReservationHeld(ctx context.Context, instanceID, runID string) (bool, error) {
-	held := false
+// ReservationExpiry returns when runID's live hold on instanceID lapses (zero: none).
+func (s *Store) ReservationExpiry(ctx context.Context, instanceID, runID string) (time.Time, error) {
+	var until time.Time
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		v := tx.Bucket(bReservations).Get(key(instanceID, runID))
-		held = len(v) >= 8 && decodeTime(v) > s.nowNanos()
+		if len(v) >= 8 && decodeTime(v) > s.nowNanos() {
+			until = time.Unix(0, decodeTime(v))
+		}
 		return nil
 	})
-	return held, wrap("reservation", instanceID+"/"+runID, err)
+	return until, wrap("reservation", instanceID+"/"+runID, err)
 }
 
 // ReservationCount returns the number of live holds on instanceID.

@@ -169,19 +169,19 @@ func (s *Store) ReleaseReservation(ctx context.Context, instanceID, runID string
 	return nil
 }
 
-// ReservationHeld reports whether runID holds a live slot of instanceID.
-func (s *Store) ReservationHeld(ctx context.Context, instanceID, runID string) (bool, error) {
+// ReservationExpiry returns when runID's live hold on instanceID lapses (zero: none).
+func (s *Store) ReservationExpiry(ctx context.Context, instanceID, runID string) (time.Time, error) {
 	if err := s.check(); err != nil {
-		return false, fmt.Errorf("redisstore: reservation %s/%s: %w", instanceID, runID, err)
+		return time.Time{}, fmt.Errorf("redisstore: reservation %s/%s: %w", instanceID, runID, err)
 	}
 	until, err := s.rdb.ZScore(ctx, s.resvKey(instanceID), runID).Result()
-	if errors.Is(err, redis.Nil) {
-		return false, nil
+	if errors.Is(err, redis.Nil) || (err == nil && int64(until) <= s.nowMicros()) {
+		return time.Time{}, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("redisstore: reservation %s/%s: %w", instanceID, runID, err)
+		return time.Time{}, fmt.Errorf("redisstore: reservation %s/%s: %w", instanceID, runID, err)
 	}
-	return int64(until) > s.nowMicros(), nil
+	return time.UnixMicro(int64(until)), nil
 }
 
 // ReservationCount returns the number of live holds on instanceID.

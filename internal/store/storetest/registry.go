@@ -138,14 +138,22 @@ func testReserveLimit(t *testing.T, e *env) {
 
 func reservationHeld(t *testing.T, e *env, inst, runID string) bool {
 	t.Helper()
-	ok, err := e.st.ReservationHeld(e.ctx, inst, runID)
+	until, err := e.st.ReservationExpiry(e.ctx, inst, runID)
 	noErr(t, err)
-	return ok
+	return !until.IsZero()
+}
+
+func reservationExpiry(t *testing.T, e *env, inst, runID string) time.Time {
+	t.Helper()
+	until, err := e.st.ReservationExpiry(e.ctx, inst, runID)
+	noErr(t, err)
+	return until
 }
 
 func testReserveExpiry(t *testing.T, e *env) {
 	equal(t, "r1", reserve(t, e, "i1", "r1", 1, 10*time.Second), true)
 	equal(t, "r1 held", reservationHeld(t, e, "i1", "r1"), true)
+	equal(t, "r1 lapses", reservationExpiry(t, e, "i1", "r1").Sub(e.clock.Now()).Round(time.Millisecond), 10*time.Second)
 	equal(t, "r1 held elsewhere", reservationHeld(t, e, "i2", "r1"), false)
 	equal(t, "r9 never reserved", reservationHeld(t, e, "i1", "r9"), false)
 	e.clock.Advance(9 * time.Second)
@@ -157,6 +165,7 @@ func testReserveExpiry(t *testing.T, e *env) {
 	// Re-reserving refreshes the hold.
 	e.clock.Advance(8 * time.Second)
 	equal(t, "r2 refresh", reserve(t, e, "i1", "r2", 1, 10*time.Second), true)
+	equal(t, "r2 refreshed lapses", reservationExpiry(t, e, "i1", "r2").Sub(e.clock.Now()).Round(time.Millisecond), 10*time.Second)
 	e.clock.Advance(8 * time.Second)
 	equal(t, "r3 while r2 refreshed", reserve(t, e, "i1", "r3", 1, 10*time.Second), false)
 }
