@@ -333,6 +333,18 @@ func (n *Node) memberLost(m cluster.Member) {
 	if err := e.st.ReleaseLease(ctx, "recovery", m.ID); err != nil {
 		e.log.Warn("release lost member's recovery lease", zap.Error(err))
 	}
+	// Its pump's queue claims come back now rather than after their visibility timeout (30 s
+	// by default). A node restarted under the same node id releases them itself on start.
+	if m.NodeID != "" && m.NodeID != e.nodeID {
+		if k, err := e.st.ReleaseClaimsOf(ctx, pumpIDOf(m.NodeID)); err != nil {
+			e.log.Warn("release lost member's queue claims", zap.Error(err))
+		} else if k > 0 {
+			e.log.Info("released lost member's queue claims", zap.String("member", m.ID), zap.Int("items", k))
+			if n.core.wakePump != nil {
+				n.core.wakePump()
+			}
+		}
+	}
 	if n.core.env.cfg.has(RoleControlPlane) {
 		if err := n.core.recoverRound(ctx, false); err != nil {
 			e.log.Warn("recovery after member loss", zap.Error(err))

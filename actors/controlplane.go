@@ -20,13 +20,16 @@ type controlPlane struct {
 	onStarted func(pump, scaleOut *actor.PID)
 }
 
+// pumpIDOf is the PumpRuntimeInstanceId (and queue claim owner) of a node's pump.
+func pumpIDOf(nodeID string) string { return "pump-" + nodeID }
+
 var controlPlaneSupervisor = actor.NewOneForOneStrategy(10, time.Minute, actor.DefaultDecider)
 
 func (cp *controlPlane) Receive(c actor.Context) {
 	switch c.Message().(type) {
 	case *actor.Started:
 		pumpPID, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-			return &pump{core: cp.core, id: "pump-" + cp.core.env.nodeID}
+			return &pump{core: cp.core, id: pumpIDOf(cp.core.env.nodeID)}
 		}), "pump")
 		if err != nil {
 			cp.core.env.log.Error("spawn pump: " + err.Error())

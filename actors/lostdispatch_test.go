@@ -170,3 +170,39 @@ func TestNode_runWaitingInALocalQueueIsNotTakenForLost(t *testing.T) {
 		require.Equal(t, 1, started, id)
 	}
 }
+
+// TestNode_restartReleasesItsPumpsClaims: a node's pump claimed a queue item and the process
+// died with it. Restarted under the same node id, the node takes the item back at once
+// instead of waiting out the claim's visibility timeout (an hour here).
+func TestNode_restartReleasesItsPumpsClaims(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st := testkit.OpenStore(t, testkit.BackendEmbedded, nil)
+	cfg := actors.Config{NodeID: "n1", Store: st, PumpInterval: 10 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond,
+		RecoveryInterval: 100 * time.Millisecond}
+	n, err := actors.Start(ctx, cfg)
+	require.NoError(t, err)
+	_, err = n.PutPipeline(ctx, []byte(napSteps))
+	require.NoError(t, err)
+	run, err := n.Submit(ctx, actors.SubmitRequest{Pipeline: "naps", Snapshot: &messages.ExecutionContextSnapshot{TenantId: "acme", Source: "test"}})
+	require.NoError(t, err)
+	tmpl, err := n.Await(ctx, run.SharedRunId)
+	require.NoError(t, err)
+	require.NoError(t, n.Stop(ctx))
+
+	_, _, err = st.CreateRun(ctx, like(tmpl, "claimed", messages.RunQueued, ""))
+	require.NoError(t, err)
+	require.NoError(t, st.Enqueue(ctx, "claimed"))
+	claims, err := st.Claim(ctx, "pump-n1", 10, time.Hour)
+	require.NoError(t, err)
+	require.Len(t, claims, 1)
+
+	n, err = actors.Start(ctx, cfg)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, n.Stop(context.Background())) }()
+	actx, acancel := context.WithTimeout(ctx, 10*time.Second)
+	defer acancel()
+	done, err := n.Await(actx, "claimed")
+	require.NoError(t, err)
+	require.Equal(t, messages.RunSucceeded, done.Status, done.FailureReason)
+}

@@ -261,6 +261,15 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		}
 	}
 	n.lifecycle = newTenantLifecycle(n, cfg.Lifecycle)
+	if cfg.has(RoleControlPlane) {
+		// Queue items this node's pump claimed before a crash come back now, not after the
+		// claims' visibility timeout: that pump is gone.
+		if k, err := cfg.Store.ReleaseClaimsOf(ctx, pumpIDOf(e.nodeID)); err != nil {
+			e.log.Warn("release the claims of an earlier run of this node's pump", zap.Error(err))
+		} else if k > 0 {
+			e.log.Info("released the claims of an earlier run of this node's pump", zap.Int("items", k))
+		}
+	}
 	started := make(chan struct{})
 	props := actor.PropsFromProducer(func() actor.Actor {
 		return &nodeActor{env: e, core: n.core, lifecycle: n.lifecycle, controlPlane: cfg.has(RoleControlPlane), runtime: cfg.has(RoleRuntime),

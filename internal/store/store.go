@@ -108,6 +108,10 @@ type Queue interface {
 	Ack(ctx context.Context, c Claim) error
 	// Release makes a claimed item pending again at once.
 	Release(ctx context.Context, c Claim) error
+	// ReleaseClaimsOf makes every item claimed by pumpID pending again at once, without
+	// waiting for visibility: the pump is known dead (its member was declared dead, or its
+	// node restarted). It returns how many items it released.
+	ReleaseClaimsOf(ctx context.Context, pumpID string) (int, error)
 	// QueueDepth returns the pending and claimed counts.
 	QueueDepth(ctx context.Context) (pending, claimed int64, err error)
 }

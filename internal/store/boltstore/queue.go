@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -80,12 +81,14 @@ func unindex(tx *bolt.Tx, q queueItem) error {
 	return nil
 }
 
-func newToken() (string, error) {
+// newToken returns a random claim token for pumpID: "<pumpID>/<random>", so the claims of a
+// dead pump can be found (ReleaseClaimsOf).
+func newToken(pumpID string) (string, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("claim token: %w", err)
 	}
-	return hex.EncodeToString(b[:]), nil
+	return pumpID + "/" + hex.EncodeToString(b[:]), nil
 }
 
 // Enqueue makes runID pending; a pending or claimed run is left alone.
@@ -145,7 +148,7 @@ func (s *Store) Claim(ctx context.Context, pumpID string, max int, visibility ti
 			if err := unindex(tx, q); err != nil {
 				return err
 			}
-			token, err := newToken()
+			token, err := newToken(pumpID)
 			if err != nil {
 				return err
 			}
@@ -228,6 +231,38 @@ func (s *Store) Release(ctx context.Context, c store.Claim) error {
 		return makePending(tx, c.RunID)
 	})
 	return wrap("release", c.RunID, err)
+}
+
+// ReleaseClaimsOf makes every item claimed by pumpID pending again at the tail.
+func (s *Store) ReleaseClaimsOf(ctx context.Context, pumpID string) (int, error) {
+	n := 0
+	prefix := pumpID + "/"
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		n = 0
+		var runIDs []string
+		c := tx.Bucket(bQueueClaims).Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			runIDs = append(runIDs, string(k[8:]))
+		}
+		for _, runID := range runIDs {
+			q, ok, err := loadQueueItem(tx, runID)
+			if err != nil {
+				return err
+			}
+			if !ok || !q.claimed || !strings.HasPrefix(q.token, prefix) {
+				continue
+			}
+			if err := unindex(tx, q); err != nil {
+				return err
+			}
+			if err := makePending(tx, runID); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, wrap("release claims of", pumpID, err)
 }
 
 // QueueDepth returns the pending and claimed counts.

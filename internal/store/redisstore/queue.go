@@ -17,13 +17,14 @@ func (s *Store) qClaimed() string { return s.k("q", "claimed") }
 func (s *Store) qTokens() string  { return s.k("q", "tokens") }
 func (s *Store) qSeq() string     { return s.k("q", "seq") }
 
-// newToken returns a random claim token.
-func newToken() (string, error) {
+// newToken returns a random claim token for pumpID: "<pumpID>/<random>", so the claims of a
+// dead pump can be found (ReleaseClaimsOf).
+func newToken(pumpID string) (string, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("redisstore: claim token: %w", err)
 	}
-	return hex.EncodeToString(b[:]), nil
+	return pumpID + "/" + hex.EncodeToString(b[:]), nil
 }
 
 // Enqueue makes runID pending at the tail; a pending or claimed item is left alone.
@@ -42,7 +43,7 @@ func (s *Store) Claim(ctx context.Context, pumpID string, max int, visibility ti
 	args := make([]any, 0, 3+max)
 	args = append(args, s.nowMicros(), s.deadline(visibility), max)
 	for range max {
-		tok, err := newToken()
+		tok, err := newToken(pumpID)
 		if err != nil {
 			return nil, err
 		}
@@ -91,6 +92,17 @@ func (s *Store) Release(ctx context.Context, c store.Claim) error {
 		return fmt.Errorf("redisstore: release %s: %w", c.RunID, store.ErrClaimLost)
 	}
 	return nil
+}
+
+// ReleaseClaimsOf makes every item claimed by pumpID pending again at the tail.
+func (s *Store) ReleaseClaimsOf(ctx context.Context, pumpID string) (int, error) {
+	res, err := s.runScript(ctx, "release claims of "+pumpID, scriptReleaseOwner,
+		[]string{s.qPending(), s.qClaimed(), s.qTokens(), s.qSeq()}, pumpID+"/")
+	if err != nil {
+		return 0, err
+	}
+	n, _ := res.(int64)
+	return int(n), nil
 }
 
 // QueueDepth returns the pending and claimed counts in one round trip.

@@ -102,6 +102,25 @@ redis.call('HDEL', KEYS[2], ARGV[1])
 return 1
 `)
 
+// scriptReleaseOwner makes every claimed item whose token starts with ARGV[1] pending at the
+// tail. KEYS as scriptRelease. Returns the number released. The token hash holds one entry per
+// claimed item (pumps × batch), so a full scan is cheap.
+var scriptReleaseOwner = redis.NewScript(`
+local flat = redis.call('HGETALL', KEYS[3])
+local prefix = ARGV[1]
+local n = 0
+for i = 1, #flat, 2 do
+  local id, token = flat[i], flat[i + 1]
+  if string.sub(token, 1, #prefix) == prefix then
+    redis.call('ZREM', KEYS[2], id)
+    redis.call('HDEL', KEYS[3], id)
+    redis.call('ZADD', KEYS[1], redis.call('INCR', KEYS[4]), id)
+    n = n + 1
+  end
+end
+return n
+`)
+
 // scriptRelease makes a claimed item pending at the tail if the token still holds it.
 // KEYS[1] pending zset, KEYS[2] claimed zset, KEYS[3] token hash, KEYS[4] sequence counter.
 // ARGV[1] id, ARGV[2] token. Returns 1 or 0 (lost).
@@ -275,7 +294,7 @@ return 0
 // allScripts are loaded by Open.
 var allScripts = []*redis.Script{
 	scriptCAS, scriptCASAppend, scriptCreateRun, scriptCreateVersioned, scriptEnqueue, scriptClaim, scriptAck,
-	scriptRelease, scriptPutInstance, scriptGCInstances, scriptReserve, scriptRefresh, scriptCreateExecution,
+	scriptRelease, scriptReleaseOwner, scriptPutInstance, scriptGCInstances, scriptReserve, scriptRefresh, scriptCreateExecution,
 	scriptAcquireExecution, scriptFenceExecution, scriptUpdateExecution, scriptCommit, scriptAppend,
 	scriptAcquireLease, scriptReleaseLease,
 }

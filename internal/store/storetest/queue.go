@@ -16,6 +16,7 @@ var queueTests = []contractTest{
 	{"Claim_deadPumpComesBack", testClaimDeadPump},
 	{"Release_tail", testReleaseTail},
 	{"Claim_concurrentExclusive", testClaimConcurrent},
+	{"ReleaseClaimsOf_deadPumpAtOnce", testReleaseClaimsOf},
 }
 
 func claimIDs(cs []store.Claim) []string {
@@ -134,6 +135,36 @@ func testReleaseTail(t *testing.T, e *env) {
 	if again[1].Token == got[0].Token {
 		t.Fatal("reclaimed item kept its old token")
 	}
+}
+
+func testReleaseClaimsOf(t *testing.T, e *env) {
+	enqueue(t, e, "a", "b", "c", "d")
+	dead, err := e.st.Claim(e.ctx, "pump-n1", 2, time.Minute)
+	noErr(t, err)
+	equalIDs(t, "dead pump claim", claimIDs(dead), []string{"a", "b"})
+	live, err := e.st.Claim(e.ctx, "pump-n10", 1, time.Minute) // a prefix of it is not it
+	noErr(t, err)
+	equalIDs(t, "live pump claim", claimIDs(live), []string{"c"})
+	n, err := e.st.ReleaseClaimsOf(e.ctx, "pump-n1")
+	noErr(t, err)
+	equal(t, "released", n, 2)
+	depth(t, e, 3, 1)
+	for _, c := range dead {
+		isErr(t, e.st.Ack(e.ctx, c), store.ErrClaimLost)
+	}
+	// Before any visibility passed, another pump gets them (after d, already pending; the
+	// released two in either order).
+	got, err := e.st.Claim(e.ctx, "pump-n2", 10, time.Minute)
+	noErr(t, err)
+	order := claimIDs(got)
+	if len(order) == 3 && order[1] == "b" {
+		order[1], order[2] = order[2], order[1]
+	}
+	equalIDs(t, "claimed by a live pump", order, []string{"d", "a", "b"})
+	n, err = e.st.ReleaseClaimsOf(e.ctx, "pump-n1")
+	noErr(t, err)
+	equal(t, "nothing left", n, 0)
+	noErr(t, e.st.Ack(e.ctx, live[0]))
 }
 
 func testClaimConcurrent(t *testing.T, e *env) {
