@@ -104,15 +104,12 @@ func (c *core) dispatchRun(ctx context.Context, runID, pumpID string, insts []*m
 		reserved[d.RuntimeInstanceId] = n
 	}
 	pending, pendingKnown := 0, false
-	exclude := map[string]bool{}
+	// Reservations refused on full instances, recorded with whatever the cycle decides last. A
+	// run that keeps waiting is recorded once per wait reason, not on every pump cycle (where
+	// "every chosen instance was full" is one reason, whatever admission said after it).
+	var full []*messages.LedgerEntry
 	for try := 0; try < 3; try++ {
-		cands := insts[:0:0]
-		for _, d := range insts {
-			if !exclude[d.RuntimeInstanceId] {
-				cands = append(cands, d)
-			}
-		}
-		in := admission.Input{Snapshot: snap, Tenant: t, Instances: cands, Reserved: reserved,
+		in := admission.Input{Snapshot: snap, Tenant: t, Instances: insts, Reserved: reserved,
 			PendingScaleOuts: pending, Now: e.now(), HeartbeatTimeout: e.cfg.HeartbeatTTL}
 		dec := admission.Decide(in)
 		if dec.Kind == admission.RequestScaleOut && !pendingKnown {
@@ -134,29 +131,45 @@ func (c *core) dispatchRun(ctx context.Context, runID, pumpID string, insts []*m
 				return outcomeRequeue, fmt.Errorf("reserve %s: %w", d.RuntimeInstanceId, err)
 			}
 			reservation := &messages.LedgerEntry{Kind: messages.KindReservation, SharedRunId: run.SharedRunId, ExecutionId: run.ExecutionId,
-				RuntimeInstanceId: d.RuntimeInstanceId, TenantId: snap.TenantId, Reason: map[bool]string{true: "reserved", false: "no-free-slot"}[ok]}
+				RuntimeInstanceId: d.RuntimeInstanceId, TenantId: snap.TenantId, Reason: map[bool]string{true: "reserved", false: reasonNoFreeSlot}[ok]}
 			if !ok {
-				e.ledger(ctx, admitted, reservation)
-				exclude[d.RuntimeInstanceId] = true
+				// Another dispatch took the last slot since the count was read: the instance is
+				// full (not gone), so the next decision sees it as capacity without a free slot.
+				full = append(full, admitted, reservation)
+				reserved[d.RuntimeInstanceId] = int(d.MaxConcurrentRuns)
 				continue
 			}
-			return c.deliver(ctx, run, d, pumpID, admitted, reservation)
+			return c.deliver(ctx, run, d, pumpID, append(full, admitted, reservation)...)
 		case admission.QueueGlobally:
-			if run.FailureReason != dec.Reason {
-				// Record a wait once per reason, not on every pump cycle.
-				e.ledger(ctx, admitted)
-				c.noteWait(ctx, run.SharedRunId, dec.Reason)
+			reason := dec.Reason
+			if len(full) > 0 {
+				reason = reasonNoFreeSlot
 			}
+			c.wait(ctx, run, reason, append(full, admitted)...)
 			return outcomeRequeue, nil
 		case admission.RequestScaleOut:
-			e.ledger(ctx, admitted)
+			e.ledger(ctx, append(full, admitted)...)
 			return outcomeDone, c.requestScaleOut(ctx, run, t, dec.Reason)
 		default:
-			e.ledger(ctx, admitted)
+			e.ledger(ctx, append(full, admitted)...)
 			return outcomeDone, c.reject(ctx, run, dec.Reason)
 		}
 	}
+	c.wait(ctx, run, reasonNoFreeSlot, full...)
 	return outcomeRequeue, nil
+}
+
+// reasonNoFreeSlot is the wait reason of a run whose chosen instances were all full.
+const reasonNoFreeSlot = "no-free-slot"
+
+// wait records why run stays queued: its ledger entries and the reason on the run, only when
+// the reason changed since the last cycle.
+func (c *core) wait(ctx context.Context, run *messages.SharedRun, reason string, entries ...*messages.LedgerEntry) {
+	if run.FailureReason == reason {
+		return
+	}
+	c.env.ledger(ctx, entries...)
+	c.noteWait(ctx, run.SharedRunId, reason)
 }
 
 func find(insts []*messages.CapacityDescriptor, id string) *messages.CapacityDescriptor {
