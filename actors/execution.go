@@ -222,20 +222,29 @@ func (x *execution) load(c actor.Context) {
 				msg.executionID, msg.epoch = execID, epoch
 				// The run record is where a dispatch is decided: mark it running only while it is
 				// still assigned here. A dispatch that arrives after the run was requeued (its
-				// pump gave up, or recovery found it lost) must not run it a second time.
-				if _, err := e.st.UpdateRun(ctx, s.req.SharedRunId, func(r *messages.SharedRun) error {
+				// pump gave up, or recovery found it lost) must not run it a second time. The
+				// start is recorded in the same write.
+				kind := messages.KindExecutionStarted
+				if s.req.ExecutionId != "" {
+					kind = messages.KindRecovery
+				}
+				started := &messages.LedgerEntry{Kind: kind, SharedRunId: s.req.SharedRunId, ExecutionId: execID,
+					RuntimeInstanceId: s.instanceID, Epoch: epoch, TenantId: s.req.GetSnapshot().GetTenantId(),
+					Reason: reasonFor(kind)}
+				_, appended, err := e.st.UpdateRunAndAppend(ctx, s.req.SharedRunId, func(r *messages.SharedRun) (*messages.LedgerEntry, error) {
 					if messages.IsTerminalRun(r.Status) {
-						return nil
+						return nil, nil
 					}
 					if err := startableHere(r, s.instanceID); err != nil {
-						return err
+						return nil, err
 					}
 					r.Status = messages.RunRunning
 					r.ExecutionId = execID
 					r.LocalRunId = s.localRunID
 					r.AssignedRuntimeInstanceId = s.instanceID
-					return nil
-				}); err != nil {
+					return started, nil
+				})
+				if err != nil {
 					if errors.Is(err, errRunMoved) {
 						// Leave the execution on no instance, so nothing here counts it as ours.
 						if _, _, ferr := e.st.FenceExecution(ctx, execID, "moved:"+e.incarnation, s.instanceID); ferr != nil && !errors.Is(ferr, store.ErrNotFound) {
@@ -245,13 +254,9 @@ func (x *execution) load(c actor.Context) {
 					}
 					return fmt.Errorf("mark run running: %w", err)
 				}
-				kind := messages.KindExecutionStarted
-				if s.req.ExecutionId != "" {
-					kind = messages.KindRecovery
+				if appended != nil {
+					e.hub.Notify(s.req.SharedRunId, false)
 				}
-				e.ledger(ctx, &messages.LedgerEntry{Kind: kind, SharedRunId: s.req.SharedRunId, ExecutionId: execID,
-					RuntimeInstanceId: s.instanceID, Epoch: epoch, TenantId: s.req.GetSnapshot().GetTenantId(),
-					Reason: reasonFor(kind)})
 			}
 			if created != nil {
 				msg.exec = created // fresh: nothing committed yet, no need to read it back
