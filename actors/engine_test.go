@@ -251,7 +251,7 @@ func TestInstance_rejectsRunWithoutSnapshot(t *testing.T) {
 	defer cancel()
 	require.NoError(t, n.CreateInstance(ctx, actors.InstanceSpec{ID: "runtime-instance-9", Settings: &messages.TenantSettings{TenantId: "default"}}))
 	var pid *actor.PID
-	testkit.Eventually(t, 5*time.Second, 5*time.Millisecond, func() bool {
+	testkit.Eventually(t, 15*time.Second, 5*time.Millisecond, func() bool {
 		p, ok := n.LocalInstance("runtime-instance-9")
 		pid = p
 		return ok

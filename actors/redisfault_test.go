@@ -34,7 +34,7 @@ func TestNode_redisKilledMidRunThenRestarted(t *testing.T) {
 	_, err = n.GetRun(ctx, run.SharedRunId)
 	require.Error(t, err)
 	// Let a step finish while Redis is down, so its commit must wait and be retried.
-	testkit.Eventually(t, 5*time.Second, 5*time.Millisecond, func() bool { return c.done("s03") >= 1 }, "a step finished while Redis was down")
+	testkit.Eventually(t, 15*time.Second, 5*time.Millisecond, func() bool { return c.done("s03") >= 1 }, "a step finished while Redis was down")
 	_, err = n.GetRun(ctx, run.SharedRunId)
 	require.Error(t, err, "Redis is still down")
 	require.NoError(t, r.Restart())

@@ -257,7 +257,7 @@ func TestTenantScope_PutTenant_scaleInIdleOnly(t *testing.T) {
 	_, err := n.PutTenant(ctx, ts)
 	require.NoError(t, err)
 	var live []string
-	testkit.Eventually(t, 5*time.Second, 10*time.Millisecond, func() bool {
+	testkit.Eventually(t, 15*time.Second, 10*time.Millisecond, func() bool {
 		live = liveIDs(t, n, "acme-runtime")
 		return len(live) == 2
 	}, "only the idle instance stops at once")
@@ -293,11 +293,11 @@ func TestTenantScope_TouchTenant_throttledLastSeen(t *testing.T) {
 	}
 	t0 := clock.Now()
 	require.NoError(t, n.TouchTenant(ctx, "acme"))
-	testkit.Eventually(t, 5*time.Second, 5*time.Millisecond, func() bool { return lastSeen() == t0.UnixNano() })
+	testkit.Eventually(t, 15*time.Second, 5*time.Millisecond, func() bool { return lastSeen() == t0.UnixNano() })
 	clock.Advance(400 * time.Millisecond)
 	require.NoError(t, n.TouchTenant(ctx, "acme")) // within a second: kept in memory only
 	clock.Advance(700 * time.Millisecond)
 	t2 := clock.Now()
 	require.NoError(t, n.TouchTenant(ctx, "acme"))
-	testkit.Eventually(t, 5*time.Second, 5*time.Millisecond, func() bool { return lastSeen() == t2.UnixNano() })
+	testkit.Eventually(t, 15*time.Second, 5*time.Millisecond, func() bool { return lastSeen() == t2.UnixNano() })
 }

@@ -287,7 +287,7 @@ func TestManager_supervise_unexpectedExit(t *testing.T) {
 	require.Error(t, got.Err)
 	require.Equal(t, "crash-1", got.Host.InstanceID)
 	require.Equal(t, 1.0, counterValue(t, m.metrics.exits.WithLabelValues("unexpected")))
-	testkit.Eventually(t, 5*time.Second, 10*time.Millisecond, func() bool { return len(m.Hosts()) == 0 }, "child forgotten")
+	testkit.Eventually(t, 15*time.Second, 10*time.Millisecond, func() bool { return len(m.Hosts()) == 0 }, "child forgotten")
 }
 
 func TestManager_Stop_killsAfterTimeout(t *testing.T) {
