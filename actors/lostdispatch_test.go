@@ -74,6 +74,10 @@ func TestNode_lostDispatchIsRequeued(t *testing.T) {
 	}
 	require.Equal(t, 1, lost, "one dispatch-lost requeue")
 	require.Equal(t, 1, started, "one execution")
+	testkit.Eventually(t, 10*time.Second, 10*time.Millisecond, func() bool {
+		n, err := st.ReservationCount(ctx, inst)
+		return err == nil && n == 0
+	}, "no slot of the instance is still held for the run")
 }
 
 // TestNode_lateDispatchOfAMovedRunDoesNotRun: a dispatch reaches an instance after the run

@@ -216,6 +216,10 @@ func (c *core) recoverLostDispatch(ctx context.Context, r *messages.SharedRun) e
 	if !moved {
 		return nil
 	}
+	// The pump's hold would keep a slot of the instance for nothing until it lapsed.
+	if err := e.st.ReleaseReservation(ctx, inst, r.SharedRunId); err != nil {
+		e.log.Warn("release reservation of a lost dispatch", zap.Error(err))
+	}
 	if err := e.st.Enqueue(ctx, r.SharedRunId); err != nil {
 		return fmt.Errorf("enqueue run: %w", err)
 	}
