@@ -142,37 +142,53 @@ func (c *core) recoverRun(ctx context.Context, r *messages.SharedRun, reason str
 		}
 		epoch = ep
 	}
-	moved := false
-	if _, err := e.st.UpdateRun(ctx, r.SharedRunId, func(x *messages.SharedRun) error {
-		moved = x.Status == messages.RunDispatched || x.Status == messages.RunRunning || x.Status == messages.RunPaused
-		if moved && x.AssignedRuntimeInstanceId == lost {
-			x.Status = messages.RunQueued
+	moved, err := c.requeueFrom(ctx, r.SharedRunId, lost, func(x *messages.SharedRun) bool {
+		active := x.Status == messages.RunDispatched || x.Status == messages.RunRunning || x.Status == messages.RunPaused
+		if active {
 			x.Recovery = true
-		} else {
-			moved = false
+		}
+		return active
+	}, &messages.LedgerEntry{Kind: messages.KindRecovery, SharedRunId: r.SharedRunId, ExecutionId: r.ExecutionId,
+		RuntimeInstanceId: lost, Epoch: epoch, TenantId: r.GetSnapshot().GetTenantId(), Reason: reason,
+		Data: mustJSON(map[string]any{"lost_runtime_instance_id": lost, "fenced_epoch": epoch})})
+	if moved {
+		e.log.Info("run requeued for recovery", zap.String("tenant_id", r.TenantId), zap.String("shared_run_id", r.SharedRunId), zap.String("execution_id", r.ExecutionId),
+			zap.String("lost_runtime_instance_id", lost), zap.Int64("epoch", epoch))
+	}
+	return err
+}
+
+// requeueFrom puts a run assigned to instance back in the shared queue when take accepts its
+// current record (take may also change it; it is called inside the conditional update), then
+// releases the run's hold on instance, records entry and wakes the pump. It reports whether
+// the run moved.
+func (c *core) requeueFrom(ctx context.Context, runID, instance string, take func(*messages.SharedRun) bool, entry *messages.LedgerEntry) (bool, error) {
+	e := c.env
+	moved := false
+	if _, err := e.st.UpdateRun(ctx, runID, func(x *messages.SharedRun) error {
+		moved = x.AssignedRuntimeInstanceId == instance && take(x)
+		if moved {
+			x.Status = messages.RunQueued
 		}
 		return nil
 	}); err != nil {
-		return fmt.Errorf("requeue run: %w", err)
+		return false, fmt.Errorf("requeue run: %w", err)
 	}
 	if !moved {
-		return nil
+		return false, nil
 	}
-	if err := e.st.ReleaseReservation(ctx, lost, r.SharedRunId); err != nil {
-		e.log.Warn("release reservation of lost instance", zap.Error(err))
+	// The hold would keep a slot of the instance for nothing until it lapsed.
+	if err := e.st.ReleaseReservation(ctx, instance, runID); err != nil {
+		e.log.Warn("release reservation", zap.String("runtime_instance_id", instance), zap.Error(err))
 	}
-	if err := e.st.Enqueue(ctx, r.SharedRunId); err != nil {
-		return fmt.Errorf("enqueue recovered run: %w", err)
+	if err := e.st.Enqueue(ctx, runID); err != nil {
+		return true, fmt.Errorf("enqueue run: %w", err)
 	}
-	e.ledger(ctx, &messages.LedgerEntry{Kind: messages.KindRecovery, SharedRunId: r.SharedRunId, ExecutionId: r.ExecutionId,
-		RuntimeInstanceId: lost, Epoch: epoch, TenantId: r.GetSnapshot().GetTenantId(), Reason: reason,
-		Data: mustJSON(map[string]any{"lost_runtime_instance_id": lost, "fenced_epoch": epoch})})
-	e.log.Info("run requeued for recovery", zap.String("tenant_id", r.TenantId), zap.String("shared_run_id", r.SharedRunId), zap.String("execution_id", r.ExecutionId),
-		zap.String("lost_runtime_instance_id", lost), zap.Int64("epoch", epoch))
+	e.ledger(ctx, entry)
 	if c.wakePump != nil {
 		c.wakePump()
 	}
-	return nil
+	return true, nil
 }
 
 // lostDispatchSlack is how much later than the pump's own hold an instance's refresh must
@@ -202,36 +218,20 @@ func (c *core) recoverLostDispatch(ctx context.Context, r *messages.SharedRun) e
 	if until.After(dispatched.Add(e.cfg.ReservationTTL + lostDispatchSlack)) {
 		return nil // the instance has it
 	}
-	moved := false
-	if _, err := e.st.UpdateRun(ctx, r.SharedRunId, func(x *messages.SharedRun) error {
-		moved = x.Status == messages.RunDispatched && x.AssignedRuntimeInstanceId == inst && x.Attempts == r.Attempts
-		if moved {
-			x.Status = messages.RunQueued
-			x.FailureReason = "dispatch-lost"
+	moved, err := c.requeueFrom(ctx, r.SharedRunId, inst, func(x *messages.SharedRun) bool {
+		if x.Status != messages.RunDispatched || x.Attempts != r.Attempts {
+			return false
 		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("requeue run: %w", err)
-	}
-	if !moved {
-		return nil
-	}
-	// The pump's hold would keep a slot of the instance for nothing until it lapsed.
-	if err := e.st.ReleaseReservation(ctx, inst, r.SharedRunId); err != nil {
-		e.log.Warn("release reservation of a lost dispatch", zap.Error(err))
-	}
-	if err := e.st.Enqueue(ctx, r.SharedRunId); err != nil {
-		return fmt.Errorf("enqueue run: %w", err)
-	}
-	e.ledger(ctx, &messages.LedgerEntry{Kind: messages.KindDispatchFailed, SharedRunId: r.SharedRunId, ExecutionId: r.ExecutionId,
+		x.FailureReason = "dispatch-lost"
+		return true
+	}, &messages.LedgerEntry{Kind: messages.KindDispatchFailed, SharedRunId: r.SharedRunId, ExecutionId: r.ExecutionId,
 		RuntimeInstanceId: inst, TenantId: r.GetSnapshot().GetTenantId(), Reason: "dispatch-lost",
 		Data: mustJSON(map[string]any{"pump_runtime_instance_id": r.PumpRuntimeInstanceId, "requeued_by": "recovery"})})
-	e.log.Warn("dispatched run never reached its instance; requeued", zap.String("tenant_id", r.TenantId), zap.String("shared_run_id", r.SharedRunId),
-		zap.String("runtime_instance_id", inst), zap.String("pump_runtime_instance_id", r.PumpRuntimeInstanceId))
-	if c.wakePump != nil {
-		c.wakePump()
+	if moved {
+		e.log.Warn("dispatched run never reached its instance; requeued", zap.String("tenant_id", r.TenantId), zap.String("shared_run_id", r.SharedRunId),
+			zap.String("runtime_instance_id", inst), zap.String("pump_runtime_instance_id", r.PumpRuntimeInstanceId))
 	}
-	return nil
+	return err
 }
 
 // repair re-enqueues queued runs (Enqueue is a no-op for items already queued) and requeues
