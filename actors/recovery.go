@@ -206,8 +206,10 @@ const lostDispatchSlack = 500 * time.Millisecond
 // runs twice.
 func (c *core) recoverLostDispatch(ctx context.Context, r *messages.SharedRun) error {
 	e := c.env
+	// UpdatedAt and the reservation are stamped by the store's clock (wall time), not by the
+	// node's (cfg.Now, which tests may move by hours).
 	dispatched := time.Unix(0, r.UpdatedAt)
-	if e.now().Sub(dispatched) < 2*e.cfg.HeartbeatInterval+lostDispatchSlack {
+	if time.Since(dispatched) < 2*e.cfg.HeartbeatInterval+lostDispatchSlack {
 		return nil
 	}
 	inst := r.AssignedRuntimeInstanceId

@@ -23,6 +23,12 @@ func lifecycleNode(t *testing.T, b testkit.Backend, clock *storetest.FakeClock, 
 	edit func(*messages.TenantSettings)) (*actors.Node, *messages.TenantSettings) {
 	t.Helper()
 	cfg.Now = clock.Now
+	if cfg.HeartbeatTTL == 0 {
+		// The clock jumps by hours: with the default TTL every heartbeat would look stale right
+		// after a jump, and the health reconciler would ask for replacement capacity behind
+		// the sweeps these tests check.
+		cfg.HeartbeatTTL = 30 * 24 * time.Hour
+	}
 	n := testkit.StartNode(t, testkit.NodeOptions{Backend: b, Config: cfg})
 	ctx := context.Background()
 	ts := &messages.TenantSettings{TenantId: "acme", IsolationMode: messages.IsolationDedicated,
