@@ -13,6 +13,7 @@ import (
 	"github.com/dairuntime/dair/internal/dag"
 	"github.com/dairuntime/dair/internal/step"
 	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/internal/workgroup"
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -35,6 +36,9 @@ type env struct {
 	usageW      *usageWriter
 	cfg         Config
 	now         func() time.Time
+	// group owns the node's background goroutines and timers; Node.Stop cancels and waits
+	// for them before it closes the committer.
+	group *workgroup.Group
 	// dead is set once the cluster declared this incarnation dead: its runs belong to others.
 	dead atomic.Bool
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/dairuntime/dair/internal/lifecycle"
 	"github.com/dairuntime/dair/internal/step"
 	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/internal/workgroup"
 	"github.com/dairuntime/dair/messages"
 	"github.com/dairuntime/dair/providers"
 	"github.com/dairuntime/dair/providers/local"
@@ -180,6 +181,9 @@ func (c Config) has(role string) bool {
 	return false
 }
 
+// stopWait bounds how long Stop waits for the node's background goroutines once cancelled.
+const stopWait = 10 * time.Second
+
 // Node is one running dair node: an actor system with the node's supervision tree, the
 // committer, the publisher and the control-plane logic. Its methods are goroutine-safe.
 type Node struct {
@@ -221,6 +225,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	e := &env{
 		nodeID: cfg.NodeID, incarnation: sys.ID, system: sys, st: cfg.Store, log: cfg.Logger.With(zap.String("node_id", cfg.NodeID)),
 		hub: NewHub(), handlers: cfg.Handlers, dir: newDirectory(), metrics: NewMetrics(), cfg: cfg, now: cfg.Now,
+		group: workgroup.New(),
 	}
 	e.pipelines = newPipelineCache(cfg.Store, cfg.Handlers)
 	e.commits = newCommitter(cfg.Store, e.log, e.hub, cfg.CommitShards, cfg.CommitBatch)
@@ -353,6 +358,11 @@ func (n *Node) stopTree(ctx context.Context) error {
 }
 
 func (n *Node) shutdownParts() {
+	ctx, cancel := context.WithTimeout(context.Background(), stopWait)
+	if err := n.env.group.Stop(ctx); err != nil {
+		n.env.log.Warn("background work outlived the stop wait", zap.Error(err))
+	}
+	cancel()
 	n.env.commits.close()
 	n.env.pub.close()
 	n.env.usageW.close()
