@@ -54,6 +54,14 @@ func TestDashboard_pages(t *testing.T) {
 	p.goTo("#/runs/" + id + "/replay")
 	p.do("replay", chromedp.Click(chromedp.ID("replay-button")))
 	p.waitFor("the replay verdict", `document.querySelector('.verdict[data-diverged="false"]')`)
+	// A diverged replay lists its steps: the node's answer is stood in for in the page.
+	p.js(`const real = window.fetch; window.fetch = (u, init) => String(u).endsWith('/replay')
+		? Promise.resolve(new Response(JSON.stringify({execution_id: 'x', diverged: true, replayed: 4,
+			divergences: [{step_id: 'flaky', reason: 'output differs from the record'}]}), {headers: {'Content-Type': 'application/json'}}))
+		: real(u, init)`)
+	p.do("replay again", chromedp.Click(chromedp.ID("replay-button")))
+	p.waitFor("the divergence report", `document.querySelector('.verdict[data-diverged="true"]') &&
+		document.querySelector('#replay-result table').innerText.includes('output differs from the record')`)
 
 	// Filters.
 	p.goTo("#/runs?tenant=acme&pipeline=fan")

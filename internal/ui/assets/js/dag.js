@@ -115,12 +115,13 @@ export class Graph {
     clear(container).append(svg);
   }
 
-  // set updates a step's status, attempts and error (tooltip).
-  set(id, {status, attempts, error}) {
+  // set updates a step's status, attempts and error (tooltip); label replaces the status
+  // word (e.g. "not run").
+  set(id, {status, attempts, error, label: word}) {
     const n = this.nodes.get(id);
     if (!n) return;
     n.g.setAttribute('data-status', status);
-    const parts = [this.uses.get(id), status];
+    const parts = [this.uses.get(id), word || status];
     if (attempts > 1) parts.push(`attempt ${attempts}`);
     n.status.textContent = label(parts.filter(Boolean).join(' · '), 28);
     n.title.textContent = [id, ...parts.filter(Boolean), error].filter(Boolean).join('\n');

@@ -132,7 +132,16 @@ async function graphTab({v, run, content, onEvent, onRun}) {
   const graph = new Graph(wrap, steps);
   const order = new Map(steps.map((st, i) => [st.id, i]));
   const applyRun = (rr) => {
-    for (const st of rr.steps || []) graph.set(st.id, {status: st.status, attempts: st.attempts, error: st.error});
+    const started = new Set();
+    for (const st of rr.steps || []) {
+      started.add(st.id);
+      graph.set(st.id, {status: st.status, attempts: st.attempts, error: st.error});
+    }
+    if (FINAL_RUN.has(rr.status)) {
+      for (const st of steps) {
+        if (!started.has(st.id)) graph.set(st.id, {status: 'pending', label: 'not run'});
+      }
+    }
     const sorted = [...(rr.steps || [])].sort((a, b) => (order.get(a.id) ?? 1e9) - (order.get(b.id) ?? 1e9));
     clear(stepsBox).append(table([
       {label: 'Step', cell: (st) => h('span', {class: 'mono'}, st.id)},
@@ -205,7 +214,7 @@ async function ledgerTab({v, run, content, onEvent}) {
     const t0 = entries.length ? ms(entries[0].at) : 0;
     clear(box).append(table([
       {label: 'Seq', cell: (e) => String(e.seq), class: 'num'},
-      {label: 'At', cell: (e) => h('span', {title: e.at}, '+' + fmtDuration(ms(e.at) - t0)), class: 'num'},
+      {label: 'At', cell: (e) => h('span', {title: e.at}, e.seq === entries[0].seq ? '0' : '+' + fmtDuration(ms(e.at) - t0)), class: 'num'},
       {label: 'Kind', cell: (e) => h('span', {class: ['kind', LEDGER_STYLE[e.kind]]}, e.kind)},
       {label: 'Step', cell: (e) => e.step_id ? h('span', {class: 'mono'}, e.step_id) : ''},
       {label: 'Attempt', cell: (e) => e.attempt ? String(e.attempt) : '', class: 'num'},

@@ -13,6 +13,39 @@ import (
 	"github.com/dairuntime/dair/internal/ui"
 )
 
+// TestTimeline_drawTimeline_recoveryAndRetries draws a trace with a crash (an open attempt, a
+// recovery and a retry under a new epoch) and checks each shows.
+func TestTimeline_drawTimeline_recoveryAndRetries(t *testing.T) {
+	srv := httptest.NewServer(ui.Handler())
+	t.Cleanup(srv.Close)
+	p := openPage(t, srv.URL)
+	spans := `[
+	  {name: 'run r', kind: 'run', start: '2026-01-01T00:00:00.000Z', end: '2026-01-01T00:00:02.000Z', attributes: {status: 'run_succeeded'}},
+	  {name: 'step a', kind: 'step', start: '2026-01-01T00:00:00.100Z', end: '2026-01-01T00:00:00.200Z', attributes: {step_id: 'a', attempt: 1, epoch: 1, status: 'succeeded', open: false}},
+	  {name: 'step b', kind: 'step', start: '2026-01-01T00:00:00.200Z', end: '2026-01-01T00:00:01.000Z', attributes: {step_id: 'b', attempt: 1, epoch: 1, open: true}},
+	  {name: 'step b', kind: 'step', start: '2026-01-01T00:00:01.300Z', end: '2026-01-01T00:00:01.900Z', attributes: {step_id: 'b', attempt: 2, epoch: 2, status: 'succeeded', open: false}},
+	  {name: 'recovery', kind: 'event', start: '2026-01-01T00:00:01.200Z', end: '2026-01-01T00:00:01.200Z', attributes: {seq: 9, reason: 'instance lost'}},
+	  {name: 'dispatch', kind: 'event', start: '2026-01-01T00:00:00.050Z', end: '2026-01-01T00:00:00.050Z', attributes: {seq: 3}},
+	  {name: 'dispatch', kind: 'event', start: '2026-01-01T00:00:01.250Z', end: '2026-01-01T00:00:01.250Z', attributes: {seq: 10}}]`
+	got, err := eval[string](p, `import('/ui/js/timeline.js').then((m) => {
+		const box = document.createElement('div');
+		document.body.append(box);
+		m.drawTimeline(box, `+spans+`, {width: 1000});
+		const q = (s) => box.querySelectorAll(s).length;
+		return [q('.row-step'), q('.row-step[data-step="b"] .bar[data-status="open"]'), q('.row-step[data-step="b"][data-attempt="2"] .bar[data-status="succeeded"]'),
+			q('.recovery-line'), q('.row-event[data-event="dispatch"] .marker'), q('.row-run .bar[data-status="succeeded"]')].join(',');
+	})`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 3 attempt rows; b's first attempt open; its retry succeeded; one recovery line; two
+	// dispatch markers on one row; the run bar.
+	if want := "3,1,1,1,2,1"; got != want {
+		t.Errorf("counts = %s, want %s", got, want)
+	}
+	p.noExceptions()
+}
+
 // TestYAML_parsePipeline_matchesGo checks, in the browser, that the dashboard's small YAML
 // reader (assets/js/yaml.js) finds the same steps, handlers and dependencies as the node's
 // parser, for the example pipelines and for documents in less common YAML styles.
