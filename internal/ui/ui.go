@@ -129,10 +129,15 @@ func acceptsHTML(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "text/html")
 }
 
-// notFound writes the API's JSON error body with status 404.
+// notFound writes the API's JSON error body ({"error": {"code", "message"}}) with status 404.
 func notFound(w http.ResponseWriter, r *http.Request) {
-	b, err := json.Marshal(map[string]map[string]string{"error": {
-		"code": "not_found", "message": fmt.Sprintf("ui: no route for %s %s", r.Method, r.URL.Path)}})
+	type detail struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+	b, err := json.Marshal(struct {
+		Error detail `json:"error"`
+	}{detail{Code: "not_found", Message: fmt.Sprintf("ui: no route for %s %s", r.Method, r.URL.Path)}})
 	if err != nil {
 		http.Error(w, "ui: not found", http.StatusNotFound)
 		return
@@ -140,6 +145,6 @@ func notFound(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusNotFound)
 	if _, err := w.Write(append(b, '\n')); err != nil {
-		return
+		return // the client went away: no one is left to tell
 	}
 }
