@@ -77,6 +77,16 @@ func TestDashboard_pages(t *testing.T) {
 	p.waitFor("an instance row", `document.querySelector('#instances-table tr[data-instance] .meter')`)
 	p.goTo("#/cluster")
 	p.waitFor("the single-node notice", `document.querySelector('.single-node')`)
+	// A cluster member lists the members: the answer of a clustered node is stood in for.
+	p.js(`const before = window.fetch; window.fetch = (u, init) => String(u).endsWith('/v1/cluster/members')
+		? Promise.resolve(new Response(JSON.stringify({self: 'm1', members: [
+			{id: 'm1', node_id: 'node-a', address: '127.0.0.1:7001', roles: ['control-plane', 'runtime']},
+			{id: 'm2', node_id: 'node-b', address: '127.0.0.1:7002', roles: ['runtime']}]}), {headers: {'Content-Type': 'application/json'}}))
+		: before(u, init)`)
+	p.goTo("#/runs")
+	p.goTo("#/cluster")
+	p.waitFor("the members", `document.querySelectorAll('#cluster-body tr[data-member]').length === 2 &&
+		document.querySelector('tr[data-member="m1"]').innerText.includes('this node')`)
 	p.noExceptions()
 }
 
