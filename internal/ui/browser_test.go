@@ -47,12 +47,17 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// wantedBrowser is the chromium executable the tests look for.
+func wantedBrowser() string {
+	if p := os.Getenv("DAIR_CHROMIUM"); p != "" {
+		return p
+	}
+	return chromiumPath
+}
+
 // browserPath returns the chromium executable, or "" when it is not installed.
 func browserPath() string {
-	p := os.Getenv("DAIR_CHROMIUM")
-	if p == "" {
-		p = chromiumPath
-	}
+	p := wantedBrowser()
 	if _, err := exec.LookPath(p); err != nil {
 		return ""
 	}
@@ -124,7 +129,7 @@ type page struct {
 func openPage(t *testing.T, base string) *page {
 	t.Helper()
 	if browserPath() == "" {
-		t.Skipf("chromium is not installed at %s (apt-get install chromium, or set DAIR_CHROMIUM): skipping the browser test", chromiumPath)
+		t.Skipf("chromium is not installed at %s (apt-get install chromium, or set DAIR_CHROMIUM): skipping the browser test", wantedBrowser())
 	}
 	bctx, err := startBrowser()
 	if err != nil {
