@@ -15,6 +15,7 @@ import (
 	"github.com/dairuntime/dair/actors"
 	"github.com/dairuntime/dair/cluster"
 	"github.com/dairuntime/dair/internal/auth"
+	"github.com/dairuntime/dair/internal/ui"
 )
 
 // Config configures the HTTP API handler. The zero value of each field means its default.
@@ -119,6 +120,11 @@ func New(cfg Config) http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Node.Metrics().Registry, promhttp.HandlerOpts{}))
+	// The dashboard's assets are public (its data calls carry the token); browsers asking
+	// for / or /ui are redirected to /ui/.
+	for _, p := range []string{"GET /ui/", "GET /ui", "GET /{$}"} {
+		mux.Handle(p, ui.Handler())
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("api: no route for %s %s", r.Method, r.URL.Path))
 	})
