@@ -66,6 +66,13 @@ func TestGroup_After_firesOnceOrNeverAfterStop(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("timer did not fire")
 	}
+	// The fired timer accounts for itself just after fn returns.
+	for deadline := time.Now().Add(5 * time.Second); g.Running() != 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("Running = %d after the timer fired, want 0", g.Running())
+		}
+		time.Sleep(time.Millisecond)
+	}
 	var late atomic.Bool
 	g.After(time.Hour, func() { late.Store(true) })
 	if g.Running() != 1 {
