@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dairuntime/dair/internal/api"
+	"github.com/dairuntime/dair/httpapi"
 )
 
 // Process cluster defaults.
@@ -185,8 +185,8 @@ func (c *ProcessCluster) WaitTopology(n int) {
 // /v1/executions/{runID}/ledger, which accepts a shared run id), keyed by node id. The nodes
 // share one store, so the views differ only by what was committed between the reads. The
 // caller owns the returned map.
-func (c *ProcessCluster) Ledgers(ctx context.Context, runID string) (map[string]*api.Ledger, error) {
-	out := map[string]*api.Ledger{}
+func (c *ProcessCluster) Ledgers(ctx context.Context, runID string) (map[string]*httpapi.Ledger, error) {
+	out := map[string]*httpapi.Ledger{}
 	for _, n := range c.Reachable() {
 		l, err := n.Client().Ledger(ctx, runID)
 		if err != nil {
@@ -236,7 +236,7 @@ func (c *ProcessCluster) cleanup() {
 }
 
 // memberNames lists a member view as "node/member" pairs.
-func memberNames(ml *api.MemberList) string {
+func memberNames(ml *httpapi.MemberList) string {
 	names := make([]string, 0, len(ml.Members))
 	for _, m := range ml.Members {
 		names = append(names, m.NodeID+"/"+m.ID)

@@ -17,9 +17,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/client"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/api"
 	"github.com/dairuntime/dair/internal/auth"
-	"github.com/dairuntime/dair/internal/client"
 	"github.com/dairuntime/dair/internal/mcpserver"
 	"github.com/dairuntime/dair/internal/store/boltstore"
 	"github.com/dairuntime/dair/messages"
@@ -97,7 +98,7 @@ func mcpText(res *mcp.CallToolResult) string {
 }
 
 // mcpWaitRun polls get_run until the run is final.
-func mcpWaitRun(t *testing.T, cs *mcp.ClientSession, id string) api.Run {
+func mcpWaitRun(t *testing.T, cs *mcp.ClientSession, id string) httpapi.Run {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -105,7 +106,7 @@ func mcpWaitRun(t *testing.T, cs *mcp.ClientSession, id string) api.Run {
 		require.False(t, res.IsError, mcpText(res))
 		b, err := json.Marshal(res.StructuredContent)
 		require.NoError(t, err)
-		var run api.Run
+		var run httpapi.Run
 		require.NoError(t, json.Unmarshal(b, &run))
 		if messages.IsTerminalRun(run.Status) {
 			return run
@@ -121,7 +122,7 @@ func TestDair_MCP_stdio(t *testing.T) {
 	acmeTok := mcpToken(t, "acme", auth.RoleTenant)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	sub, err := client.New(url, acmeTok).Submit(ctx, api.SubmitRequest{Pipeline: "hello", Input: json.RawMessage(`{"name":"ada"}`)})
+	sub, err := client.New(url, acmeTok).Submit(ctx, httpapi.SubmitRequest{Pipeline: "hello", Input: json.RawMessage(`{"name":"ada"}`)})
 	require.NoError(t, err)
 
 	cs, logs := mcpStdio(t, "--server", url, "--token", acmeTok)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/api"
 	"github.com/dairuntime/dair/internal/ids"
 	"github.com/dairuntime/dair/internal/store"
@@ -120,7 +121,7 @@ func benchSubmit(ctx context.Context, c *http.Client, base, pipeline string) (id
 	if resp.StatusCode != http.StatusAccepted {
 		return "", fmt.Errorf("submit = %d %s", resp.StatusCode, b)
 	}
-	var sr api.SubmitResponse
+	var sr httpapi.SubmitResponse
 	if err := json.Unmarshal(b, &sr); err != nil {
 		return "", err
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/api"
 )
 
@@ -81,7 +82,7 @@ func checkFuzzAnswer(t *testing.T, method string, u *url.URL, body string, rec *
 		if method == http.MethodHead {
 			return
 		}
-		var eb api.ErrorBody
+		var eb httpapi.ErrorBody
 		if err := json.Unmarshal(rec.Body.Bytes(), &eb); err != nil || eb.Error.Code == "" || eb.Error.Message == "" {
 			t.Fatalf("%s %s %q = %d with body %q, want a JSON error body (%v)", method, u, body, rec.Code, rec.Body.String(), err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/api"
 	"github.com/dairuntime/dair/internal/auth"
 	"github.com/dairuntime/dair/internal/store/boltstore"
@@ -206,9 +207,9 @@ func (f *fixture) call(method, path, body string, want int, out any) []byte {
 }
 
 // callErr sends a request and requires status want with error code code (if non-empty).
-func (f *fixture) callErr(method, path, body string, want int, code string) api.ErrorBody {
+func (f *fixture) callErr(method, path, body string, want int, code string) httpapi.ErrorBody {
 	f.t.Helper()
-	var eb api.ErrorBody
+	var eb httpapi.ErrorBody
 	f.call(method, path, body, want, &eb)
 	if eb.Error.Message == "" || (code != "" && eb.Error.Code != code) {
 		f.t.Fatalf("%s %s error body = %+v, want code %q", method, path, eb, code)
@@ -222,9 +223,9 @@ func (f *fixture) putPipeline(src string) {
 	f.call("PUT", "/v1/pipelines/"+key, src, http.StatusOK, nil)
 }
 
-func (f *fixture) submit(body string) api.SubmitResponse {
+func (f *fixture) submit(body string) httpapi.SubmitResponse {
 	f.t.Helper()
-	var sr api.SubmitResponse
+	var sr httpapi.SubmitResponse
 	f.call("POST", "/v1/runs", body, http.StatusAccepted, &sr)
 	if sr.SharedRunID == "" {
 		f.t.Fatal("empty shared_run_id")
@@ -233,11 +234,11 @@ func (f *fixture) submit(body string) api.SubmitResponse {
 }
 
 // waitRun polls GET /v1/runs/{id} until cond holds.
-func (f *fixture) waitRun(id string, cond func(api.Run) bool) api.Run {
+func (f *fixture) waitRun(id string, cond func(httpapi.Run) bool) httpapi.Run {
 	f.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		var run api.Run
+		var run httpapi.Run
 		f.call("GET", "/v1/runs/"+id, "", http.StatusOK, &run)
 		if cond(run) {
 			return run
@@ -250,14 +251,14 @@ func (f *fixture) waitRun(id string, cond func(api.Run) bool) api.Run {
 	}
 }
 
-func isFinal(r api.Run) bool {
+func isFinal(r httpapi.Run) bool {
 	return r.Status == "succeeded" || r.Status == "failed" || r.Status == "cancelled"
 }
 
 type sseEvent struct {
 	ID   int64
 	Kind string
-	Data api.LedgerEntry
+	Data httpapi.LedgerEntry
 }
 
 // sseReader parses an event stream.

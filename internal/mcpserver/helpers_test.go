@@ -14,9 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/client"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/api"
 	"github.com/dairuntime/dair/internal/auth"
-	"github.com/dairuntime/dair/internal/client"
 	"github.com/dairuntime/dair/internal/mcpserver"
 	"github.com/dairuntime/dair/internal/store/boltstore"
 	"github.com/dairuntime/dair/messages"
@@ -146,11 +147,11 @@ func callOK(t *testing.T, cs *mcp.ClientSession, name string, args, out any) *mc
 }
 
 // waitRun polls get_run until the run is final and returns it.
-func waitRun(t *testing.T, cs *mcp.ClientSession, id string) api.Run {
+func waitRun(t *testing.T, cs *mcp.ClientSession, id string) httpapi.Run {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		var run api.Run
+		var run httpapi.Run
 		callOK(t, cs, mcpserver.ToolGetRun, map[string]any{"shared_run_id": id}, &run)
 		if messages.IsTerminalRun(run.Status) {
 			return run

@@ -9,7 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dairuntime/dair/internal/api"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/auth"
 	"github.com/dairuntime/dair/internal/mcpserver"
 	"github.com/dairuntime/dair/messages"
@@ -81,7 +81,7 @@ func TestHTTPHandler_CallTool_tenantRunAndHistory(t *testing.T) {
 	url := serveMCP(t, mcpserver.Config{Server: n.url})
 	acme := connectHTTP(t, url, mint(t, "acme", auth.RoleTenant))
 
-	var sub api.SubmitResponse
+	var sub httpapi.SubmitResponse
 	res := callOK(t, acme, mcpserver.ToolSubmitRun, map[string]any{"pipeline": "greet", "input": map[string]any{"name": "ada"},
 		"correlation_id": "corr-1"}, &sub)
 	require.NotEmpty(t, sub.SharedRunID)
@@ -93,7 +93,7 @@ func TestHTTPHandler_CallTool_tenantRunAndHistory(t *testing.T) {
 	require.Len(t, run.Steps, 3)
 	require.NotEmpty(t, run.ExecutionID)
 
-	var ledger api.Ledger
+	var ledger httpapi.Ledger
 	callOK(t, acme, mcpserver.ToolGetLedger, map[string]any{"execution_id": run.ExecutionID}, &ledger)
 	kinds := map[string]int{}
 	for _, e := range ledger.Entries {
@@ -104,23 +104,23 @@ func TestHTTPHandler_CallTool_tenantRunAndHistory(t *testing.T) {
 	require.Equal(t, 1, kinds[messages.KindRunSucceeded], "ledger kinds: %v", kinds)
 	require.Positive(t, kinds[messages.KindStepStarted])
 
-	var trace api.Trace
+	var trace httpapi.Trace
 	callOK(t, acme, mcpserver.ToolGetTrace, map[string]any{"execution_id": run.ExecutionID}, &trace)
 	require.NotEmpty(t, trace.Spans)
-	var replay api.Replay
+	var replay httpapi.Replay
 	callOK(t, acme, mcpserver.ToolReplayExecution, map[string]any{"execution_id": run.ExecutionID}, &replay)
 	require.False(t, replay.Diverged, "%+v", replay)
 
-	var waited api.Run
+	var waited httpapi.Run
 	res = callOK(t, acme, mcpserver.ToolSubmitRun, map[string]any{"pipeline": "greet", "input": map[string]any{"name": "bo"},
 		"wait": true}, &waited)
 	require.Equal(t, messages.RunSucceeded, waited.Status, text(res))
 	require.Contains(t, text(res), "3/3 steps succeeded")
 
-	var list api.RunList
+	var list httpapi.RunList
 	callOK(t, acme, mcpserver.ToolListRuns, map[string]any{"status": "succeeded"}, &list)
 	require.Len(t, list.Runs, 2)
-	var ten api.Tenant
+	var ten httpapi.Tenant
 	callOK(t, acme, mcpserver.ToolGetTenant, map[string]any{"tenant_id": "acme"}, &ten)
 	require.Equal(t, messages.IsolationShared, ten.IsolationMode)
 }
@@ -129,7 +129,7 @@ func TestHTTPHandler_CallTool_refused(t *testing.T) {
 	n := startNode(t)
 	url := serveMCP(t, mcpserver.Config{Server: n.url})
 	acme := connectHTTP(t, url, mint(t, "acme", auth.RoleTenant))
-	var sub api.SubmitResponse
+	var sub httpapi.SubmitResponse
 	callOK(t, acme, mcpserver.ToolSubmitRun, map[string]any{"pipeline": "greet", "input": map[string]any{"name": "x"}}, &sub)
 	run := waitRun(t, acme, sub.SharedRunID)
 
@@ -146,15 +146,15 @@ func TestHTTPHandler_CallTool_refused(t *testing.T) {
 		wantCode string
 		wantText string
 	}{
-		{"no token", anon, mcpserver.ToolGetRun, map[string]any{"shared_run_id": sub.SharedRunID}, api.CodeUnauthenticated, "HTTP 401"},
-		{"bad token", garbage, mcpserver.ToolListRuns, map[string]any{}, api.CodeUnauthenticated, "HTTP 401"},
-		{"other tenant's run", globex, mcpserver.ToolGetRun, map[string]any{"shared_run_id": sub.SharedRunID}, api.CodeForbidden, "HTTP 403"},
-		{"other tenant's cancel", globex, mcpserver.ToolCancelRun, map[string]any{"shared_run_id": sub.SharedRunID}, api.CodeForbidden, "HTTP 403"},
-		{"other tenant's ledger", globex, mcpserver.ToolGetLedger, map[string]any{"execution_id": run.ExecutionID}, api.CodeForbidden, "HTTP 403"},
-		{"tenant drains shared queue", acme, mcpserver.ToolDrainSharedQueue, map[string]any{}, api.CodeForbidden, "HTTP 403"},
-		{"tenant lists instances", acme, mcpserver.ToolListInstances, map[string]any{}, api.CodeForbidden, "HTTP 403"},
-		{"tenant puts tenant", acme, mcpserver.ToolPutTenant, map[string]any{"tenant_id": "acme", "isolation_mode": "dedicated"}, api.CodeForbidden, "HTTP 403"},
-		{"unknown run", operator, mcpserver.ToolGetRun, map[string]any{"shared_run_id": "run-nope"}, api.CodeNotFound, "HTTP 404"},
+		{"no token", anon, mcpserver.ToolGetRun, map[string]any{"shared_run_id": sub.SharedRunID}, httpapi.CodeUnauthenticated, "HTTP 401"},
+		{"bad token", garbage, mcpserver.ToolListRuns, map[string]any{}, httpapi.CodeUnauthenticated, "HTTP 401"},
+		{"other tenant's run", globex, mcpserver.ToolGetRun, map[string]any{"shared_run_id": sub.SharedRunID}, httpapi.CodeForbidden, "HTTP 403"},
+		{"other tenant's cancel", globex, mcpserver.ToolCancelRun, map[string]any{"shared_run_id": sub.SharedRunID}, httpapi.CodeForbidden, "HTTP 403"},
+		{"other tenant's ledger", globex, mcpserver.ToolGetLedger, map[string]any{"execution_id": run.ExecutionID}, httpapi.CodeForbidden, "HTTP 403"},
+		{"tenant drains shared queue", acme, mcpserver.ToolDrainSharedQueue, map[string]any{}, httpapi.CodeForbidden, "HTTP 403"},
+		{"tenant lists instances", acme, mcpserver.ToolListInstances, map[string]any{}, httpapi.CodeForbidden, "HTTP 403"},
+		{"tenant puts tenant", acme, mcpserver.ToolPutTenant, map[string]any{"tenant_id": "acme", "isolation_mode": "dedicated"}, httpapi.CodeForbidden, "HTTP 403"},
+		{"unknown run", operator, mcpserver.ToolGetRun, map[string]any{"shared_run_id": "run-nope"}, httpapi.CodeNotFound, "HTTP 404"},
 		{"empty run id", operator, mcpserver.ToolGetRun, map[string]any{"shared_run_id": " "}, mcpserver.CodeBadArgument, "shared_run_id"},
 		{"bad isolation", admin, mcpserver.ToolPutTenant, map[string]any{"tenant_id": "x", "isolation_mode": "solo"}, mcpserver.CodeBadArgument, "solo"},
 	}
@@ -175,18 +175,18 @@ func TestHTTPHandler_CallTool_refused(t *testing.T) {
 		require.True(t, res.IsError, text(res))
 	})
 	t.Run("operator and admin tools", func(t *testing.T) {
-		var drained api.DrainResponse
+		var drained httpapi.DrainResponse
 		callOK(t, operator, mcpserver.ToolDrainSharedQueue, map[string]any{}, &drained)
-		var ten api.Tenant
+		var ten httpapi.Tenant
 		callOK(t, admin, mcpserver.ToolPutTenant, map[string]any{"tenant_id": "globex", "isolation_mode": "dedicated",
 			"max_runtime_instances": 2}, &ten)
 		require.Equal(t, messages.IsolationDedicated, ten.IsolationMode)
 		require.EqualValues(t, 2, ten.MaxRuntimeInstances)
-		var list api.InstanceList
+		var list httpapi.InstanceList
 		callOK(t, operator, mcpserver.ToolListInstances, map[string]any{}, &list)
 		require.NotEmpty(t, list.Instances)
 		id := list.Instances[0].RuntimeInstanceID
-		var inst api.Instance
+		var inst httpapi.Instance
 		callOK(t, operator, mcpserver.ToolPauseInstance, map[string]any{"runtime_instance_id": id}, &inst)
 		require.True(t, inst.IsQueuePaused)
 		callOK(t, operator, mcpserver.ToolResumeInstance, map[string]any{"runtime_instance_id": id}, &inst)
@@ -202,7 +202,7 @@ func TestHTTPHandler_Auth_modes(t *testing.T) {
 
 	t.Run("none falls back to the server token", func(t *testing.T) {
 		url := serveMCP(t, mcpserver.Config{Server: n.url, Token: acmeTok})
-		var list api.RunList
+		var list httpapi.RunList
 		callOK(t, connectHTTP(t, url, ""), mcpserver.ToolListRuns, map[string]any{}, &list)
 	})
 	t.Run("none forwards the caller's token over the server token", func(t *testing.T) {
@@ -230,7 +230,7 @@ func TestHTTPHandler_Auth_modes(t *testing.T) {
 	})
 	t.Run("jwt with verifier serves a good token", func(t *testing.T) {
 		url := serveMCP(t, mcpserver.Config{Server: n.url, Auth: mcpserver.AuthJWT, Verifier: v})
-		var list api.RunList
+		var list httpapi.RunList
 		callOK(t, connectHTTP(t, url, acmeTok), mcpserver.ToolListRuns, map[string]any{}, &list)
 	})
 }
@@ -247,7 +247,7 @@ func TestNew_CallTool_usesConfigToken(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, cs.Close()) })
 
-	var sub api.SubmitResponse
+	var sub httpapi.SubmitResponse
 	callOK(t, cs, mcpserver.ToolSubmitRun, map[string]any{"pipeline": "greet", "input": map[string]any{"name": "in-mem"}}, &sub)
 	run := waitRun(t, cs, sub.SharedRunID)
 	require.Equal(t, "acme", run.TenantID)
