@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dairuntime/dair/httpapi"
+	"github.com/dairuntime/dair/internal/testsupport"
 )
 
 // Process cluster defaults.
@@ -160,7 +161,7 @@ func (c *ProcessCluster) Reachable() []*ProcessNode {
 func (c *ProcessCluster) WaitTopology(n int) {
 	c.t.Helper()
 	var last string
-	err := WaitFor(context.Background(), 50*time.Millisecond, withDeadline(clusterTopologyTimeout, func() (bool, error) {
+	err := WaitFor(context.Background(), 50*time.Millisecond, testsupport.WithDeadline(clusterTopologyTimeout, func() (bool, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		for _, node := range c.Reachable() {

@@ -18,7 +18,7 @@ import (
 // FuzzHandlers feeds random methods, paths and bodies to the handler and requires that it never
 // panics and answers bad input with a 4xx status and a JSON error body (checkFuzzAnswer).
 func FuzzHandlers(f *testing.F) {
-	n := startNodeF(f)
+	n := startNode(f)
 	h := api.New(api.Config{Node: n, MaxBodyBytes: 64 << 10, SSEPoll: 20 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

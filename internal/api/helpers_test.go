@@ -3,12 +3,10 @@ package api_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,24 +18,10 @@ import (
 	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/api"
 	"github.com/dairuntime/dair/internal/auth"
-	"github.com/dairuntime/dair/internal/store/boltstore"
+	"github.com/dairuntime/dair/testkit"
 )
 
-const threeStep = `
-key: three
-steps:
-  - id: a
-    uses: echo
-    with: {value: "{{ .input.name }}"}
-  - id: b
-    uses: echo
-    needs: [a]
-    with: {value: "b saw {{ .steps.a.output }}"}
-  - id: c
-    uses: echo
-    needs: [a]
-    with: {value: "c"}
-`
+const threeStep = testkit.ThreeStepPipeline
 
 const slowSteps = `
 key: slow
@@ -78,37 +62,13 @@ type fixture struct {
 	token string
 }
 
-func startNode(t *testing.T) *actors.Node {
+// startNode starts the API tests' node: testkit's in-process node on the embedded store, with
+// a 10ms pump tick and the node's default heartbeat and recovery ticks.
+func startNode(t testing.TB) *actors.Node {
 	t.Helper()
-	return startNodeTB(t)
-}
-
-func startNodeF(f *testing.F) *actors.Node {
-	f.Helper()
-	return startNodeTB(f)
-}
-
-func startNodeTB(t testing.TB) *actors.Node {
-	t.Helper()
-	st, err := boltstore.Open(boltstore.Options{Path: filepath.Join(t.TempDir(), "dair.db"), NoSync: true})
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := st.Close(); err != nil {
-			t.Errorf("close store: %v", err)
-		}
-	})
-	n, err := actors.Start(context.Background(), actors.Config{NodeID: "api-test", Store: st, PumpInterval: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatalf("start node: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := n.Stop(context.Background()); err != nil {
-			t.Errorf("stop node: %v", err)
-		}
-	})
-	return n
+	return testkit.StartNode(t, testkit.NodeOptions{Config: actors.Config{
+		NodeID: "api-test", PumpInterval: 10 * time.Millisecond, HeartbeatInterval: time.Second, RecoveryInterval: time.Second,
+	}})
 }
 
 func newFixture(t *testing.T, withAuth bool, mod func(*api.Config)) *fixture {
