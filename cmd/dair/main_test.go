@@ -32,10 +32,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "mkdir temp:", err)
 		os.Exit(1)
 	}
-	dairBin = filepath.Join(dir, "dair")
-	out, err := exec.Command("go", "build", "-o", dairBin, ".").CombinedOutput()
+	dairBin, err = testkit.BuildBinary(context.Background(), dir)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
