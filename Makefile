@@ -15,8 +15,9 @@ help: ## list the targets
 build: ## build the binary into bin/dair
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/dair
 
-test: ## run every test with the race detector
+test: ## run every test with the race detector, then the example module's (examples/testkit-module)
 	$(GO) test -race -count=1 -timeout 14m $(PKG)
+	cd examples/testkit-module && $(GO) test -race -count=1 ./...
 
 bench: ## run the Go benchmarks (about 5 minutes on 2 cores) and print their standard lines
 	$(GO) test -run '^$$' -bench 'BenchmarkRawLuaCommit|BenchmarkCommitSteps' -benchtime 20000x -timeout 5m ./internal/store/redisstore ./internal/store/boltstore

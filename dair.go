@@ -5,13 +5,36 @@
 //
 // # Usage
 //
-//	st, _ := dair.OpenStore(ctx, "bolt://./.dair/dair.db")
-//	node, _ := dair.Start(ctx, dair.Config{Store: st})
-//	defer node.Stop(ctx)
-//	_ = node.Handlers().Register("greet", dair.HandlerFunc(greet))
-//	_, _ = node.PutPipeline(ctx, pipelineYAML)
-//	run, _ := node.Submit(ctx, dair.SubmitRequest{Pipeline: "hello", Snapshot: dair.Tenant("acme")})
-//	done, _ := node.Await(ctx, run.SharedRunId)
+// Every call that can fail returns an error; the store outlives the node, so stop the node
+// first, then close the store:
+//
+//	func run(ctx context.Context) (err error) {
+//		st, err := dair.OpenStore(ctx, "bolt://./.dair/dair.db")
+//		if err != nil {
+//			return err
+//		}
+//		node, err := dair.Start(ctx, dair.Config{Store: st})
+//		if err != nil {
+//			return errors.Join(err, st.Close())
+//		}
+//		defer func() { err = errors.Join(err, node.Stop(ctx), st.Close()) }()
+//		if err := node.Handlers().Register("greet", dair.HandlerFunc(greet)); err != nil {
+//			return err
+//		}
+//		if _, err := node.PutPipeline(ctx, pipelineYAML); err != nil {
+//			return err
+//		}
+//		run, err := node.Submit(ctx, dair.SubmitRequest{Pipeline: "hello", Snapshot: dair.Tenant("acme")})
+//		if err != nil {
+//			return err
+//		}
+//		done, err := node.Await(ctx, run.SharedRunId)
+//		if err != nil {
+//			return err
+//		}
+//		fmt.Println(done.Status, string(done.Output))
+//		return nil
+//	}
 package dair
 
 import (

@@ -19,19 +19,32 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	defer os.RemoveAll(dir)
+	// Deferred calls run last first: stop the node, close the store, remove the directory.
+	defer func() {
+		if err := os.RemoveAll(dir); err != nil {
+			fmt.Println("remove dir:", err)
+		}
+	}()
 	st, err := dair.OpenStore(ctx, "bolt://"+filepath.Join(dir, "dair.db"))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			fmt.Println("close store:", err)
+		}
+	}()
 	node, err := dair.Start(ctx, dair.Config{Store: st})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer node.Stop(ctx)
+	defer func() {
+		if err := node.Stop(ctx); err != nil {
+			fmt.Println("stop node:", err)
+		}
+	}()
 
 	upper := dair.HandlerFunc(func(ctx context.Context, r *dair.Request) (dair.Result, error) {
 		return dair.Result{Output: strings.ToUpper(fmt.Sprint(r.With["text"]))}, nil

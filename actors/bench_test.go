@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -213,21 +212,10 @@ func BenchmarkSubmitToFirstStep(b *testing.B) {
 					}
 				}
 				b.StopTimer()
-				reportLatency(b, lat)
+				testkit.ReportLatency(b, lat)
 			})
 		}
 	})
-}
-
-func reportLatency(b *testing.B, lat []time.Duration) {
-	if len(lat) == 0 {
-		return
-	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	q := func(p float64) float64 { return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Nanoseconds()) }
-	b.ReportMetric(q(0.50), "p50-ns")
-	b.ReportMetric(q(0.99), "p99-ns")
-	b.ReportMetric(float64(lat[len(lat)-1].Nanoseconds()), "max-ns")
 }
 
 // BenchmarkInFlightMemory measures memory per in-flight execution: DAIR_BENCH_INFLIGHT

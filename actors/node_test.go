@@ -12,21 +12,7 @@ import (
 	"github.com/dairuntime/dair/testkit"
 )
 
-const threeStep = `
-key: three
-steps:
-  - id: a
-    uses: echo
-    with: {value: "{{ .input.name }}"}
-  - id: b
-    uses: echo
-    needs: [a]
-    with: {value: "b saw {{ .steps.a.output }}"}
-  - id: c
-    uses: echo
-    needs: [a]
-    with: {value: "c"}
-`
+const threeStep = testkit.ThreeStepPipeline
 
 func TestNode_Submit_threeStepSucceeds(t *testing.T) {
 	n := testkit.StartNode(t, testkit.NodeOptions{})

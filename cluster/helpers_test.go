@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"log/slog"
-	"net"
 	"os"
 	"slices"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/dairuntime/dair/internal/testsupport"
 	"github.com/dairuntime/dair/testkit/leak"
 )
 
@@ -119,14 +119,7 @@ func sortedIDs(nodes ...*testNode) []string {
 // eventually polls cond every 10ms until it holds or fails the test after timeout.
 func eventually(t testing.TB, timeout time.Duration, cond func() bool, what string) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", timeout, what)
-		}
-		timer := time.NewTimer(10 * time.Millisecond)
-		<-timer.C
-	}
+	testsupport.Eventually(t, timeout, 10*time.Millisecond, cond, what)
 }
 
 // waitEvent returns the first event on ch matching kind and member id, or fails after timeout.
@@ -181,18 +174,10 @@ func expectNoEvent(t testing.TB, ch <-chan Event, d time.Duration, kind EventKin
 	}
 }
 
-// freePort returns a TCP port that was free on 127.0.0.1 a moment ago.
+// freePort returns a loopback port that was free a moment ago.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
-		t.Fatalf("close listener: %v", err)
-	}
-	return port
+	return testsupport.FreePort(t)
 }
 
 // topoTap records the member ids of the last *pcluster.ClusterTopology published on a

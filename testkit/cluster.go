@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dairuntime/dair/internal/api"
+	"github.com/dairuntime/dair/httpapi"
+	"github.com/dairuntime/dair/internal/testsupport"
 )
 
 // Process cluster defaults.
@@ -160,7 +161,7 @@ func (c *ProcessCluster) Reachable() []*ProcessNode {
 func (c *ProcessCluster) WaitTopology(n int) {
 	c.t.Helper()
 	var last string
-	err := WaitFor(context.Background(), 50*time.Millisecond, withDeadline(clusterTopologyTimeout, func() (bool, error) {
+	err := WaitFor(context.Background(), 50*time.Millisecond, testsupport.WithDeadline(clusterTopologyTimeout, func() (bool, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		for _, node := range c.Reachable() {
@@ -185,8 +186,8 @@ func (c *ProcessCluster) WaitTopology(n int) {
 // /v1/executions/{runID}/ledger, which accepts a shared run id), keyed by node id. The nodes
 // share one store, so the views differ only by what was committed between the reads. The
 // caller owns the returned map.
-func (c *ProcessCluster) Ledgers(ctx context.Context, runID string) (map[string]*api.Ledger, error) {
-	out := map[string]*api.Ledger{}
+func (c *ProcessCluster) Ledgers(ctx context.Context, runID string) (map[string]*httpapi.Ledger, error) {
+	out := map[string]*httpapi.Ledger{}
 	for _, n := range c.Reachable() {
 		l, err := n.Client().Ledger(ctx, runID)
 		if err != nil {
@@ -236,7 +237,7 @@ func (c *ProcessCluster) cleanup() {
 }
 
 // memberNames lists a member view as "node/member" pairs.
-func memberNames(ml *api.MemberList) string {
+func memberNames(ml *httpapi.MemberList) string {
 	names := make([]string, 0, len(ml.Members))
 	for _, m := range ml.Members {
 		names = append(names, m.NodeID+"/"+m.ID)

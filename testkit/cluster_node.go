@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dairuntime/dair/internal/api"
-	"github.com/dairuntime/dair/internal/client"
+	"github.com/dairuntime/dair/client"
+	"github.com/dairuntime/dair/httpapi"
 )
 
 // ProcessNode is one `dair node` process of a ProcessCluster. Its id, membership (bind) address
@@ -143,8 +143,8 @@ func (n *ProcessNode) Heal() {
 }
 
 // Members returns the node's membership view (GET /v1/cluster/members). It blocks on HTTP.
-func (n *ProcessNode) Members(ctx context.Context) (*api.MemberList, error) {
-	var ml api.MemberList
+func (n *ProcessNode) Members(ctx context.Context) (*httpapi.MemberList, error) {
+	var ml httpapi.MemberList
 	if err := httpCall(ctx, http.MethodGet, n.URL()+"/v1/cluster/members", http.StatusOK, &ml); err != nil {
 		return nil, fmt.Errorf("testkit: members of %s: %w", n.id, err)
 	}

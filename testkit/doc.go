@@ -14,11 +14,15 @@
 //		// ... use Redis; r.Kill() and r.Restart() inject faults.
 //	}
 //
-// A cluster of `dair node` processes on that Redis (the binary is built by the test, e.g. in
-// TestMain):
+// A cluster of `dair node` processes on that Redis. The binary is built once per test binary,
+// in TestMain, with BuildBinary (a module of your own lists it as a tool: see BuildBinary and
+// examples/testkit-module). Each node's Client is the public HTTP client (package client)
+// speaking the wire types of package httpapi:
 //
+//	bin, err := testkit.BuildBinary(ctx, dir) // in TestMain
 //	pc := testkit.StartProcessCluster(t, testkit.ProcessClusterOptions{Binary: bin, N: 3, RedisURL: r.URL()})
 //	pc.WaitTopology(3)
+//	sub, err := pc.Node(0).Client().Submit(ctx, httpapi.SubmitRequest{Pipeline: "three", TenantID: "acme"})
 //	n := pc.Node(1)
 //	n.Kill()      // kill -9; n.Restart() brings it back on the same addresses
 //	n.Stop()      // SIGSTOP; n.Cont() resumes it

@@ -2,14 +2,11 @@ package testkit
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"testing"
 	"time"
-)
 
-// defaultPollInterval is how often EventuallyErr re-runs its function.
-const defaultPollInterval = 10 * time.Millisecond
+	"github.com/dairuntime/dair/internal/testsupport"
+)
 
 // Eventually polls cond every `every` until it returns true, and fails the test with t.Fatalf
 // if it has not within timeout. cond is called first immediately, always from the calling
@@ -17,26 +14,15 @@ const defaultPollInterval = 10 * time.Millisecond
 // or any values printed with fmt.Sprint.
 func Eventually(t testing.TB, timeout, every time.Duration, cond func() bool, msgAndArgs ...any) {
 	t.Helper()
-	err := WaitFor(context.Background(), every, withDeadline(timeout, func() (bool, error) {
-		return cond(), nil
-	}))
-	if err != nil {
-		t.Fatalf("testkit: condition not met within %v%s", timeout, describe(msgAndArgs))
-	}
+	testsupport.Eventually(t, timeout, every, cond, msgAndArgs...)
 }
 
-// EventuallyErr polls fn until it returns nil and fails the test with the last error if it has
-// not within timeout. fn is called first immediately, always from the calling goroutine.
-func EventuallyErr(t testing.TB, timeout time.Duration, fn func() error) {
+// EventuallyErr polls fn every 10ms until it returns nil and fails the test with the last
+// error if it has not within timeout. fn is called first immediately, always from the calling
+// goroutine. msgAndArgs, if given, describe what is awaited, as for Eventually.
+func EventuallyErr(t testing.TB, timeout time.Duration, fn func() error, msgAndArgs ...any) {
 	t.Helper()
-	var last error
-	err := WaitFor(context.Background(), defaultPollInterval, withDeadline(timeout, func() (bool, error) {
-		last = fn()
-		return last == nil, nil
-	}))
-	if err != nil {
-		t.Fatalf("testkit: still failing after %v: %v", timeout, last)
-	}
+	testsupport.EventuallyErr(t, timeout, fn, msgAndArgs...)
 }
 
 // WaitFor polls cond every `every` (first immediately) until it reports true, returns an error,
@@ -44,52 +30,5 @@ func EventuallyErr(t testing.TB, timeout time.Duration, fn func() error) {
 // cond's error wrapped when cond fails, or an error wrapping ctx.Err() when ctx ends first.
 // A non-positive every means 10ms.
 func WaitFor(ctx context.Context, every time.Duration, cond func() (bool, error)) error {
-	if every <= 0 {
-		every = defaultPollInterval
-	}
-	ticker := time.NewTicker(every)
-	defer ticker.Stop()
-	for {
-		ok, err := cond()
-		if err != nil {
-			return fmt.Errorf("testkit: wait: %w", err)
-		}
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("testkit: wait: %w", ctx.Err())
-		case <-ticker.C:
-		}
-	}
-}
-
-// errDeadline is returned by the condition wrapper of withDeadline when time is up.
-var errDeadline = errors.New("deadline passed")
-
-// withDeadline wraps cond so that a false evaluation made after timeout has elapsed ends the
-// wait with errDeadline; cond is always evaluated once more at or after the deadline.
-func withDeadline(timeout time.Duration, cond func() (bool, error)) func() (bool, error) {
-	deadline := time.Now().Add(timeout)
-	return func() (bool, error) {
-		ok, err := cond()
-		if err != nil || ok {
-			return ok, err
-		}
-		if !time.Now().Before(deadline) {
-			return false, errDeadline
-		}
-		return false, nil
-	}
-}
-
-func describe(msgAndArgs []any) string {
-	if len(msgAndArgs) == 0 {
-		return ""
-	}
-	if format, ok := msgAndArgs[0].(string); ok {
-		return ": " + fmt.Sprintf(format, msgAndArgs[1:]...)
-	}
-	return ": " + fmt.Sprint(msgAndArgs...)
+	return testsupport.WaitFor(ctx, every, cond)
 }

@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dairuntime/dair/internal/api"
-	"github.com/dairuntime/dair/internal/client"
+	"github.com/dairuntime/dair/client"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/dag"
 	"github.com/dairuntime/dair/messages"
 )
@@ -64,7 +64,7 @@ func newInstancesCmd(a *app) *cobra.Command {
 
 func newTenantsCmd(a *app) *cobra.Command {
 	cmd := group("tenants", "tenant settings")
-	var t api.Tenant
+	var t httpapi.Tenant
 	put := &cobra.Command{
 		Use:   "put TENANT",
 		Short: "create or replace a tenant's settings",
@@ -82,7 +82,7 @@ func newTenantsCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.printTenants([]api.Tenant{*out}, false)
+			return a.printTenants([]httpapi.Tenant{*out}, false)
 		},
 	}
 	fs := put.Flags()
@@ -107,7 +107,7 @@ func newTenantsCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.printTenants([]api.Tenant{*out}, false)
+			return a.printTenants([]httpapi.Tenant{*out}, false)
 		},
 	}
 	list := &cobra.Command{
@@ -136,7 +136,7 @@ func newTenantsCmd(a *app) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return a.printTenants([]api.Tenant{*out}, false)
+				return a.printTenants([]httpapi.Tenant{*out}, false)
 			},
 		})
 	}
@@ -144,7 +144,7 @@ func newTenantsCmd(a *app) *cobra.Command {
 }
 
 // printTenants prints tenants as a table (or one tenant's JSON unless list).
-func (a *app) printTenants(ts []api.Tenant, list bool) error {
+func (a *app) printTenants(ts []httpapi.Tenant, list bool) error {
 	if a.jsonOut() && !list && len(ts) == 1 {
 		return a.printJSON(ts[0])
 	}

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/dairuntime/dair/actors"
-	"github.com/dairuntime/dair/internal/api"
-	"github.com/dairuntime/dair/internal/client"
+	"github.com/dairuntime/dair/client"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/internal/store/redisstore"
 	"github.com/dairuntime/dair/messages"
@@ -111,7 +111,7 @@ func recoveryTrial(b *testing.B, url, profile string) (time.Duration, int, error
 	}()
 	const tenant = "bench"
 	c := pc.Node(0).Client()
-	if _, err := c.PutTenant(ctx, api.Tenant{TenantID: tenant, IsolationMode: messages.IsolationDedicated,
+	if _, err := c.PutTenant(ctx, httpapi.Tenant{TenantID: tenant, IsolationMode: messages.IsolationDedicated,
 		RuntimeInstanceIDPrefix: "bench-runtime", MaxRuntimeInstances: 6, WorkerCountPerInstance: 350,
 		MaxConcurrentRunsPerInstance: 350, LocalQueueCapacity: 1000}); err != nil {
 		b.Fatalf("put tenant: %v", err)
@@ -238,7 +238,7 @@ func submitMany(b *testing.B, ctx context.Context, pc *testkit.ProcessCluster, t
 		go func() {
 			defer wg.Done()
 			for i := w; i < n; i += 16 {
-				if _, err := nodes[i%len(nodes)].Client().Submit(ctx, api.SubmitRequest{Pipeline: pipeline, TenantID: tenant}); err != nil {
+				if _, err := nodes[i%len(nodes)].Client().Submit(ctx, httpapi.SubmitRequest{Pipeline: pipeline, TenantID: tenant}); err != nil {
 					errs <- err
 					return
 				}
@@ -279,7 +279,7 @@ func BenchmarkSubmitToFirstStepCrossNode(b *testing.B) {
 	}()
 	const tenant = "xnode"
 	a := pc.Node(0).Client()
-	if _, err := a.PutTenant(ctx, api.Tenant{TenantID: tenant, IsolationMode: messages.IsolationDedicated,
+	if _, err := a.PutTenant(ctx, httpapi.Tenant{TenantID: tenant, IsolationMode: messages.IsolationDedicated,
 		RuntimeInstanceIDPrefix: "xnode-runtime", MaxRuntimeInstances: 1, WorkerCountPerInstance: 16,
 		MaxConcurrentRunsPerInstance: 16, LocalQueueCapacity: 100}); err != nil {
 		b.Fatalf("put tenant: %v", err)
@@ -307,7 +307,7 @@ func BenchmarkSubmitToFirstStepCrossNode(b *testing.B) {
 func firstStep(b *testing.B, ctx context.Context, c *client.Client, st *redisstore.Store, tenant string) time.Duration {
 	b.Helper()
 	t0 := time.Now()
-	s, err := c.Submit(ctx, api.SubmitRequest{Pipeline: "one", TenantID: tenant})
+	s, err := c.Submit(ctx, httpapi.SubmitRequest{Pipeline: "one", TenantID: tenant})
 	if err != nil {
 		b.Fatalf("submit: %v", err)
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dairuntime/dair/actors"
-	"github.com/dairuntime/dair/internal/api"
-	"github.com/dairuntime/dair/internal/client"
+	"github.com/dairuntime/dair/client"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/store/boltstore"
 	"github.com/dairuntime/dair/internal/tenancy"
 	"github.com/dairuntime/dair/messages"
@@ -80,7 +80,7 @@ func benchScaleOutProcess(b *testing.B) {
 		ts := benchTenant(i)
 		_, err := c.PutTenant(ctx, tenantOf(ts))
 		require.NoError(b, err)
-		sub, err := c.Submit(ctx, api.SubmitRequest{Pipeline: "hello", TenantID: ts.TenantId, Input: []byte(`{"name":"b"}`)})
+		sub, err := c.Submit(ctx, httpapi.SubmitRequest{Pipeline: "hello", TenantID: ts.TenantId, Input: []byte(`{"name":"b"}`)})
 		require.NoError(b, err)
 		var got *messages.ScaleOutRequest
 		err = testkit.WaitFor(ctx, 5*time.Millisecond, func() (bool, error) {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dairuntime/dair/internal/api"
-	"github.com/dairuntime/dair/internal/client"
+	"github.com/dairuntime/dair/client"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/store/redisstore"
 	"github.com/dairuntime/dair/internal/tenancy"
 	"github.com/dairuntime/dair/messages"
@@ -26,8 +26,8 @@ func startCluster(t *testing.T, r *testkit.Redis, n int) *testkit.ProcessCluster
 	return pc
 }
 
-func tenantOf(ts *messages.TenantSettings) api.Tenant {
-	return api.Tenant{TenantID: ts.TenantId, TenantGroupID: ts.TenantGroupId, IsolationMode: ts.IsolationMode,
+func tenantOf(ts *messages.TenantSettings) httpapi.Tenant {
+	return httpapi.Tenant{TenantID: ts.TenantId, TenantGroupID: ts.TenantGroupId, IsolationMode: ts.IsolationMode,
 		PreferDedicatedCapacity: ts.PreferDedicatedCapacity, AllowSharedFallback: ts.AllowSharedFallback,
 		RuntimeInstanceIDPrefix: ts.RuntimeInstanceIdPrefix, MaxRuntimeInstances: ts.MaxRuntimeInstances,
 		WorkerCountPerInstance: ts.WorkerCountPerInstance, MaxConcurrentRunsPerInstance: ts.MaxConcurrentRunsPerInstance,
@@ -76,7 +76,7 @@ func TestCluster_killNodeWithMostExecutions(t *testing.T) {
 	for i := 0; i < 150; i++ {
 		tenant := tenants[i%3]
 		node := nodes[i%3]
-		s, err := node.Client().Submit(ctx, api.SubmitRequest{Pipeline: "crashy", TenantID: tenant})
+		s, err := node.Client().Submit(ctx, httpapi.SubmitRequest{Pipeline: "crashy", TenantID: tenant})
 		require.NoError(t, err)
 		subs = append(subs, sub{s.SharedRunID, tenant})
 	}
@@ -175,15 +175,15 @@ func busiest(ctx context.Context, c *client.Client, nodes []*testkit.ProcessNode
 	return best, total
 }
 
-func acmeTenant() api.Tenant {
-	return api.Tenant{TenantID: "acme", IsolationMode: messages.IsolationDedicated, RuntimeInstanceIDPrefix: "acme-runtime",
+func acmeTenant() httpapi.Tenant {
+	return httpapi.Tenant{TenantID: "acme", IsolationMode: messages.IsolationDedicated, RuntimeInstanceIDPrefix: "acme-runtime",
 		MaxRuntimeInstances: 3, WorkerCountPerInstance: 20, MaxConcurrentRunsPerInstance: 10, LocalQueueCapacity: 100}
 }
 
 // waitAll polls until every run is final and returns them.
-func waitAll(t *testing.T, ctx context.Context, c *client.Client, ids []string, within time.Duration) map[string]*api.Run {
+func waitAll(t *testing.T, ctx context.Context, c *client.Client, ids []string, within time.Duration) map[string]*httpapi.Run {
 	t.Helper()
-	done := map[string]*api.Run{}
+	done := map[string]*httpapi.Run{}
 	wctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	err := testkit.WaitFor(wctx, 100*time.Millisecond, func() (bool, error) {
@@ -255,7 +255,7 @@ func busyCluster(t *testing.T, ctx context.Context, stepDelay time.Duration) (*t
 	require.NoError(t, err)
 	var ids []string
 	for i := 0; i < 30; i++ {
-		s, err := c.Submit(ctx, api.SubmitRequest{Pipeline: "crashy", TenantID: "acme"})
+		s, err := c.Submit(ctx, httpapi.SubmitRequest{Pipeline: "crashy", TenantID: "acme"})
 		require.NoError(t, err)
 		ids = append(ids, s.SharedRunID)
 	}
@@ -355,7 +355,7 @@ func TestCluster_killedNodeRejoinsAndGetsWork(t *testing.T) {
 		tn.TenantID, tn.RuntimeInstanceIDPrefix = fmt.Sprintf("t%d", i), fmt.Sprintf("t%d-runtime", i)
 		_, err := c.PutTenant(ctx, tn)
 		require.NoError(t, err)
-		s, err := c.Submit(ctx, api.SubmitRequest{Pipeline: "hello", TenantID: tn.TenantID, Input: []byte(`{"name":"x"}`)})
+		s, err := c.Submit(ctx, httpapi.SubmitRequest{Pipeline: "hello", TenantID: tn.TenantID, Input: []byte(`{"name":"x"}`)})
 		require.NoError(t, err)
 		ids = append(ids, s.SharedRunID)
 	}

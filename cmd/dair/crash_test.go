@@ -15,8 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dairuntime/dair/internal/api"
-	"github.com/dairuntime/dair/internal/client"
+	"github.com/dairuntime/dair/client"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/internal/store/boltstore"
 	"github.com/dairuntime/dair/internal/store/redisstore"
@@ -141,10 +141,10 @@ func TestCrash_sigkillMidRunResumesExactlyOnce(t *testing.T) {
 			c := client.New(node.url, "")
 			_, err := c.PutPipeline(ctx, "crashy", []byte(httpChain(cs.URL, 20)))
 			require.NoError(t, err)
-			sub, err := c.Submit(ctx, api.SubmitRequest{Pipeline: "crashy", TenantID: "acme"})
+			sub, err := c.Submit(ctx, httpapi.SubmitRequest{Pipeline: "crashy", TenantID: "acme"})
 			require.NoError(t, err)
 
-			var before *api.Run
+			var before *httpapi.Run
 			testkit.Eventually(t, 30*time.Second, 20*time.Millisecond, func() bool {
 				run, err := c.GetRun(ctx, sub.SharedRunID)
 				if err != nil {
@@ -178,7 +178,7 @@ func TestCrash_sigkillMidRunResumesExactlyOnce(t *testing.T) {
 
 			node = startServe(t, args...)
 			c = client.New(node.url, "")
-			var final *api.Run
+			var final *httpapi.Run
 			testkit.Eventually(t, 60*time.Second, 50*time.Millisecond, func() bool {
 				run, err := c.GetRun(ctx, sub.SharedRunID)
 				if err != nil {

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dairuntime/dair/actors"
-	"github.com/dairuntime/dair/internal/api"
-	"github.com/dairuntime/dair/internal/client"
+	"github.com/dairuntime/dair/client"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/internal/store/redisstore"
 	"github.com/dairuntime/dair/messages"
@@ -108,7 +108,7 @@ func TestCluster_twoControlPlanesDrainSharedQueue(t *testing.T) {
 
 	const tenant, runs = "drain", 1000
 	cps := []*client.Client{pc.Node(0).Client(), pc.Node(1).Client()}
-	_, err = cps[0].PutTenant(ctx, api.Tenant{TenantID: tenant, IsolationMode: messages.IsolationDedicated,
+	_, err = cps[0].PutTenant(ctx, httpapi.Tenant{TenantID: tenant, IsolationMode: messages.IsolationDedicated,
 		RuntimeInstanceIDPrefix: "drain-runtime", MaxRuntimeInstances: 2, WorkerCountPerInstance: 20,
 		MaxConcurrentRunsPerInstance: 10, LocalQueueCapacity: 100})
 	require.NoError(t, err)
@@ -118,9 +118,9 @@ func TestCluster_twoControlPlanesDrainSharedQueue(t *testing.T) {
 	// Warm up, deterministically: one run makes the tenant scale out to its first instance;
 	// with that instance paused, a second run makes it scale out to the second (admission sees
 	// the paused instance as busy and the tenant below MaxRuntimeInstances).
-	var list *api.InstanceList
+	var list *httpapi.InstanceList
 	for want := 1; want <= 2; want++ {
-		s, err := cps[want%2].Submit(ctx, api.SubmitRequest{Pipeline: "quick", TenantID: tenant})
+		s, err := cps[want%2].Submit(ctx, httpapi.SubmitRequest{Pipeline: "quick", TenantID: tenant})
 		require.NoError(t, err)
 		for id, run := range waitAll(t, ctx, cps[0], []string{s.SharedRunID}, time.Minute) {
 			require.Equal(t, messages.RunSucceeded, run.Status, "warm-up run %s: %s", id, run.FailureReason)
@@ -150,7 +150,7 @@ func TestCluster_twoControlPlanesDrainSharedQueue(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := w; i < runs; i += 16 {
-				s, err := cps[i%2].Submit(ctx, api.SubmitRequest{Pipeline: "quick", TenantID: tenant})
+				s, err := cps[i%2].Submit(ctx, httpapi.SubmitRequest{Pipeline: "quick", TenantID: tenant})
 				if err != nil {
 					errs <- err
 					return

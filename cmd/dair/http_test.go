@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dairuntime/dair/internal/api"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/messages"
 	"github.com/dairuntime/dair/testkit"
 )
@@ -55,7 +55,7 @@ func rawJSON(t *testing.T, method, url, body string, want int, out any) {
 type sseEvent struct {
 	id   int64
 	kind string
-	data api.LedgerEntry
+	data httpapi.LedgerEntry
 }
 
 // sseStream is an open event stream read with net/http and bufio only.
@@ -126,16 +126,16 @@ func TestDair_Dev_rawHTTP(t *testing.T) {
 	rawJSON(t, "GET", u+"/healthz", "", http.StatusOK, nil)
 	rawJSON(t, "PUT", u+"/v1/pipelines/echo3", "key: echo3\nsteps:\n  - id: a\n    uses: echo\n    with: {value: \"{{ .input.n }}\"}\n",
 		http.StatusOK, nil)
-	var sub api.SubmitResponse
+	var sub httpapi.SubmitResponse
 	rawJSON(t, "POST", u+"/v1/runs", `{"pipeline":"echo3","tenant_id":"raw","input":{"n":7},"idempotency_key":"once"}`,
 		http.StatusAccepted, &sub)
 	require.NotEmpty(t, sub.SharedRunID)
-	var again api.SubmitResponse
+	var again httpapi.SubmitResponse
 	rawJSON(t, "POST", u+"/v1/runs", `{"pipeline":"echo3","tenant_id":"raw","input":{"n":7},"idempotency_key":"once"}`,
 		http.StatusAccepted, &again)
 	require.Equal(t, sub.SharedRunID, again.SharedRunID, "same idempotency key, same run")
 
-	var run api.Run
+	var run httpapi.Run
 	testkit.Eventually(t, 20*time.Second, 20*time.Millisecond, func() bool {
 		rawJSON(t, "GET", u+"/v1/runs/"+sub.SharedRunID, "", http.StatusOK, &run)
 		return messages.IsTerminalRun(run.Status)
@@ -154,17 +154,17 @@ func TestDair_Dev_rawHTTP(t *testing.T) {
 		status                   int
 		code                     string
 	}{
-		{"unknown field", "POST", "/v1/runs", `{"pipeline":"echo3","nope":1}`, 400, api.CodeBadRequest},
-		{"malformed", "POST", "/v1/runs", `{"pipeline"`, 400, api.CodeBadRequest},
-		{"unknown run", "GET", "/v1/runs/run-nope", "", 404, api.CodeNotFound},
-		{"unknown pipeline", "POST", "/v1/runs", `{"pipeline":"nope"}`, 404, api.CodeUnknownPipeline},
-		{"oversize", "POST", "/v1/runs", `{"pipeline":"echo3","input":"` + strings.Repeat("x", 2<<20) + `"}`, 413, api.CodeRequestTooLarge},
+		{"unknown field", "POST", "/v1/runs", `{"pipeline":"echo3","nope":1}`, 400, httpapi.CodeBadRequest},
+		{"malformed", "POST", "/v1/runs", `{"pipeline"`, 400, httpapi.CodeBadRequest},
+		{"unknown run", "GET", "/v1/runs/run-nope", "", 404, httpapi.CodeNotFound},
+		{"unknown pipeline", "POST", "/v1/runs", `{"pipeline":"nope"}`, 404, httpapi.CodeUnknownPipeline},
+		{"oversize", "POST", "/v1/runs", `{"pipeline":"echo3","input":"` + strings.Repeat("x", 2<<20) + `"}`, 413, httpapi.CodeRequestTooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, b := rawCall(t, tt.method, u+tt.path, tt.body)
 			require.Equal(t, tt.status, code, "%s", b)
-			var eb api.ErrorBody
+			var eb httpapi.ErrorBody
 			require.NoError(t, json.Unmarshal(b, &eb), "%s", b)
 			require.Equal(t, tt.code, eb.Error.Code)
 		})
@@ -205,7 +205,7 @@ func TestDair_Events_resumeAcrossRestart(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(pipes, "slow10.yaml"), []byte(slowChain("slow10", 10, 200*time.Millisecond)), 0o600))
 	n := startDev(t, data, pipes)
 
-	var sub api.SubmitResponse
+	var sub httpapi.SubmitResponse
 	rawJSON(t, "POST", n.url+"/v1/runs", `{"pipeline":"slow10","tenant_id":"acme"}`, http.StatusAccepted, &sub)
 	s := openSSE(t, n.url+"/v1/runs/"+sub.SharedRunID+"/events", 0)
 	var got []sseEvent
@@ -217,7 +217,7 @@ func TestDair_Events_resumeAcrossRestart(t *testing.T) {
 	s.close(t)
 
 	require.Equal(t, 0, n.stop(t), "SIGTERM exits 0; logs:\n%s", n.logs.String())
-	var mid api.Run
+	var mid httpapi.Run
 	n2 := startDev(t, data, pipes)
 	rawJSON(t, "GET", n2.url+"/v1/runs/"+sub.SharedRunID, "", http.StatusOK, &mid)
 	require.False(t, messages.IsTerminalRun(mid.Status), "the run finished before the restart; the test proves nothing")
@@ -235,10 +235,10 @@ func TestDair_Events_resumeAcrossRestart(t *testing.T) {
 	}
 	require.Equal(t, messages.KindRunSucceeded, got[len(got)-1].kind)
 
-	var led api.Ledger
+	var led httpapi.Ledger
 	rawJSON(t, "GET", n2.url+"/v1/executions/"+sub.SharedRunID+"/ledger", "", http.StatusOK, &led)
 	require.Len(t, got, len(led.Entries), "the streams together gave the whole ledger")
-	var run api.Run
+	var run httpapi.Run
 	rawJSON(t, "GET", n2.url+"/v1/runs/"+sub.SharedRunID, "", http.StatusOK, &run)
 	require.Equal(t, messages.RunSucceeded, run.Status, run.FailureReason)
 	require.Equal(t, 0, n2.stop(t))

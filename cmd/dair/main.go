@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dairuntime/dair/client"
 	"github.com/dairuntime/dair/internal/auth"
-	"github.com/dairuntime/dair/internal/client"
 	"github.com/dairuntime/dair/internal/server"
 )
 

@@ -17,8 +17,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dairuntime/dair/internal/api"
-	"github.com/dairuntime/dair/internal/client"
+	"github.com/dairuntime/dair/client"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/messages"
 	"github.com/dairuntime/dair/testkit"
 )
@@ -32,10 +32,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "mkdir temp:", err)
 		os.Exit(1)
 	}
-	dairBin = filepath.Join(dir, "dair")
-	out, err := exec.Command("go", "build", "-o", dairBin, ".").CombinedOutput()
+	dairBin, err = testkit.BuildBinary(context.Background(), dir)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -196,7 +195,7 @@ func TestDair_Dev_submitWaitRestart(t *testing.T) {
 
 	r = dair(t, srv, "runs", "get", runID, "-o", "json")
 	require.Equal(t, 0, r.code, r.stderr)
-	var run api.Run
+	var run httpapi.Run
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &run))
 	require.Equal(t, messages.RunSucceeded, run.Status)
 	require.Equal(t, "acme", run.TenantID)
@@ -232,7 +231,7 @@ func TestDair_Dev_submitWaitRestart(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	r = dair(t, srv, "tenants", "get", "globex", "-o", "json")
 	require.Equal(t, 0, r.code, r.stderr)
-	var ten api.Tenant
+	var ten httpapi.Tenant
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &ten))
 	require.Equal(t, messages.IsolationDedicated, ten.IsolationMode)
 	require.EqualValues(t, 2, ten.MaxRuntimeInstances)

@@ -15,8 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dairuntime/dair/internal/api"
-	"github.com/dairuntime/dair/internal/client"
+	"github.com/dairuntime/dair/client"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/internal/store/redisstore"
 	"github.com/dairuntime/dair/internal/tenancy"
@@ -220,7 +220,7 @@ func TestProcessHost_scaleOutFromZero(t *testing.T) {
 		go func(w int) {
 			defer wg.Done()
 			for i := w; i < len(subs); i += 8 {
-				s, err := c.Submit(ctx, api.SubmitRequest{Pipeline: "burst", TenantID: tenants[i%3]})
+				s, err := c.Submit(ctx, httpapi.SubmitRequest{Pipeline: "burst", TenantID: tenants[i%3]})
 				if err != nil {
 					errs <- err
 					return
@@ -275,8 +275,8 @@ func TestProcessHost_scaleOutFromZero(t *testing.T) {
 
 // soloTenant is a dedicated tenant with one runtime instance at most, so a lost instance can
 // only be replaced by new capacity.
-func soloTenant() api.Tenant {
-	return api.Tenant{TenantID: "solo", IsolationMode: messages.IsolationDedicated, RuntimeInstanceIDPrefix: "solo-runtime",
+func soloTenant() httpapi.Tenant {
+	return httpapi.Tenant{TenantID: "solo", IsolationMode: messages.IsolationDedicated, RuntimeInstanceIDPrefix: "solo-runtime",
 		MaxRuntimeInstances: 1, WorkerCountPerInstance: 20, MaxConcurrentRunsPerInstance: 10, LocalQueueCapacity: 100}
 }
 
@@ -305,7 +305,7 @@ func TestProcessHost_killedHostRunsResume(t *testing.T) {
 	require.NoError(t, err)
 	var ids []string
 	for i := 0; i < 8; i++ {
-		s, err := c.Submit(ctx, api.SubmitRequest{Pipeline: "crashy", TenantID: "solo"})
+		s, err := c.Submit(ctx, httpapi.SubmitRequest{Pipeline: "crashy", TenantID: "solo"})
 		require.NoError(t, err)
 		ids = append(ids, s.SharedRunID)
 	}
@@ -392,7 +392,7 @@ func TestProcessHost_controlPlaneKilledWhileProvisioning(t *testing.T) {
 	require.NoError(t, err)
 	var ids []string
 	for i := 0; i < 3; i++ {
-		s, err := c.Submit(ctx, api.SubmitRequest{Pipeline: "burst", TenantID: "solo"})
+		s, err := c.Submit(ctx, httpapi.SubmitRequest{Pipeline: "burst", TenantID: "solo"})
 		require.NoError(t, err)
 		ids = append(ids, s.SharedRunID)
 	}

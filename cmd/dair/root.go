@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dairuntime/dair/internal/client"
+	"github.com/dairuntime/dair/client"
 )
 
 // version is set at link time: -ldflags "-X main.version=v1.2.3".

@@ -10,15 +10,16 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dairuntime/dair/internal/api"
-	"github.com/dairuntime/dair/internal/client"
+	"github.com/dairuntime/dair/client"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/dag"
+	"github.com/dairuntime/dair/internal/progress"
 	"github.com/dairuntime/dair/messages"
 )
 
 func newSubmitCmd(a *app) *cobra.Command {
 	var (
-		req   api.SubmitRequest
+		req   httpapi.SubmitRequest
 		input string
 		wait  bool
 	)
@@ -86,7 +87,7 @@ func readInput(s string) (json.RawMessage, error) {
 
 // follow streams the run's progress and prints the final summary; it fails (exit 1) unless
 // the run succeeded.
-func (a *app) follow(cmd *cobra.Command, c *client.Client, sub *api.SubmitResponse) error {
+func (a *app) follow(cmd *cobra.Command, c *client.Client, sub *httpapi.SubmitResponse) error {
 	ctx := cmd.Context()
 	progOut, live := a.stdout, isTerminal(a.stdout)
 	if a.jsonOut() {
@@ -98,7 +99,7 @@ func (a *app) follow(cmd *cobra.Command, c *client.Client, sub *api.SubmitRespon
 	if run, err := c.GetRun(ctx, sub.SharedRunID); err == nil {
 		total = pipelineSteps(cmd, c, run.Pipeline)
 	}
-	prog := client.NewProgress(progOut, total, live)
+	prog := progress.New(progOut, total, live)
 	run, err := c.Follow(ctx, sub.SharedRunID, prog.Event)
 	if err != nil {
 		return err
@@ -207,7 +208,7 @@ func newRunsCmd(a *app) *cobra.Command {
 }
 
 // printRun prints a run: JSON, or key/value lines and a step table.
-func (a *app) printRun(r *api.Run) error {
+func (a *app) printRun(r *httpapi.Run) error {
 	if a.jsonOut() {
 		return a.printJSON(r)
 	}

@@ -22,8 +22,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dairuntime/dair/internal/api"
-	"github.com/dairuntime/dair/internal/client"
+	"github.com/dairuntime/dair/client"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -189,7 +189,7 @@ func BenchmarkSSEFanout(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		runIDs := make([]string, fanoutRuns)
 		for r := range runIDs {
-			var sub api.SubmitResponse
+			var sub httpapi.SubmitResponse
 			require.NoError(b, benchCall(ctx, c, "POST", url+"/v1/runs", `{"pipeline":"fan","tenant_id":"fan"}`, &sub))
 			runIDs[r] = sub.SharedRunID
 		}
@@ -235,7 +235,7 @@ func BenchmarkSSEFanout(b *testing.B) {
 
 		lost := 0
 		for _, id := range runIDs {
-			var led api.Ledger
+			var led httpapi.Ledger
 			require.NoError(b, benchCall(ctx, c, "GET", url+"/v1/executions/"+id+"/ledger", "", &led))
 			for _, ids := range got[id] {
 				if len(ids) != len(led.Entries) {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/auth"
 	"github.com/dairuntime/dair/internal/dag"
 	"github.com/dairuntime/dair/internal/tenancy"
@@ -23,12 +24,12 @@ func (s *server) listInstances(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tenant := r.URL.Query().Get("tenant_id")
-	out := InstanceList{Instances: make([]Instance, 0, len(insts))}
+	out := httpapi.InstanceList{Instances: make([]httpapi.Instance, 0, len(insts))}
 	for _, d := range insts {
 		if tenant != "" && d.TenantId != tenant {
 			continue
 		}
-		out.Instances = append(out.Instances, InstanceFromMessage(d))
+		out.Instances = append(out.Instances, instanceFromMessage(d))
 	}
 	s.writeJSON(w, http.StatusOK, out)
 }
@@ -46,7 +47,7 @@ func (s *server) controlInstance(op string) http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		s.writeJSON(w, http.StatusOK, InstanceFromMessage(d))
+		s.writeJSON(w, http.StatusOK, instanceFromMessage(d))
 	}
 }
 
@@ -61,7 +62,7 @@ func (s *server) drainQueue(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, DrainResponse{Claimed: n})
+	s.writeJSON(w, http.StatusOK, httpapi.DrainResponse{Claimed: n})
 }
 
 // listTenants handles GET /v1/tenants (operator).
@@ -75,9 +76,9 @@ func (s *server) listTenants(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := TenantList{Tenants: make([]Tenant, 0, len(ts))}
+	out := httpapi.TenantList{Tenants: make([]httpapi.Tenant, 0, len(ts))}
 	for _, t := range ts {
-		out.Tenants = append(out.Tenants, TenantFromMessage(t))
+		out.Tenants = append(out.Tenants, tenantFromMessage(t))
 	}
 	s.writeJSON(w, http.StatusOK, out)
 }
@@ -95,7 +96,7 @@ func (s *server) getTenant(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, TenantFromMessage(t))
+	s.writeJSON(w, http.StatusOK, tenantFromMessage(t))
 }
 
 // putTenant handles PUT /v1/tenants/{id} (admin). A tenant_id in the body must equal the
@@ -106,7 +107,7 @@ func (s *server) putTenant(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	var body Tenant
+	var body httpapi.Tenant
 	if err := decodeJSON(r, &body, false); err != nil {
 		s.fail(w, r, err)
 		return
@@ -116,15 +117,15 @@ func (s *server) putTenant(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body.TenantID = id
-	t, err := s.node.PutTenant(r.Context(), body.ToMessage())
+	t, err := s.node.PutTenant(r.Context(), tenantToMessage(body))
 	if errors.Is(err, actors.ErrBadInput) || errors.Is(err, tenancy.ErrInvalidSettings) {
-		err = &requestError{code: CodeInvalidSettings, msg: err.Error()}
+		err = &requestError{code: httpapi.CodeInvalidSettings, msg: err.Error()}
 	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, TenantFromMessage(t))
+	s.writeJSON(w, http.StatusOK, tenantFromMessage(t))
 }
 
 // suspendTenant handles POST /v1/tenants/{id}/suspend|resume (admin).
@@ -139,7 +140,7 @@ func (s *server) suspendTenant(suspended bool) http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		s.writeJSON(w, http.StatusOK, TenantFromMessage(t))
+		s.writeJSON(w, http.StatusOK, tenantFromMessage(t))
 	}
 }
 
@@ -179,7 +180,7 @@ func (s *server) putPipeline(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, PipelineFromMessage(pv, true))
+	s.writeJSON(w, http.StatusOK, pipelineFromMessage(pv, true))
 }
 
 // listPipelines handles GET /v1/pipelines.
@@ -193,9 +194,9 @@ func (s *server) listPipelines(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := PipelineList{Pipelines: make([]Pipeline, 0, len(ps))}
+	out := httpapi.PipelineList{Pipelines: make([]httpapi.Pipeline, 0, len(ps))}
 	for _, p := range ps {
-		out.Pipelines = append(out.Pipelines, PipelineFromMessage(p, false))
+		out.Pipelines = append(out.Pipelines, pipelineFromMessage(p, false))
 	}
 	s.writeJSON(w, http.StatusOK, out)
 }
@@ -211,5 +212,5 @@ func (s *server) getPipeline(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, PipelineFromMessage(pv, true))
+	s.writeJSON(w, http.StatusOK, pipelineFromMessage(pv, true))
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/dairuntime/dair/internal/api"
+	"github.com/dairuntime/dair/httpapi"
 )
 
 func TestServer_Auth_authenticationAndRoles(t *testing.T) {
@@ -96,7 +96,7 @@ func TestServer_Auth_authenticationAndRoles(t *testing.T) {
 	}
 
 	t.Run("tenant list is filtered to own tenant", func(t *testing.T) {
-		var l api.RunList
+		var l httpapi.RunList
 		acme.call("GET", "/v1/runs", "", http.StatusOK, &l)
 		if len(l.Runs) != 1 || l.Runs[0].TenantID != "acme" {
 			t.Fatalf("acme sees %+v", l.Runs)
@@ -107,9 +107,9 @@ func TestServer_Auth_authenticationAndRoles(t *testing.T) {
 		}
 	})
 	t.Run("401 body", func(t *testing.T) {
-		f.callErr("GET", runPath, "", http.StatusUnauthorized, api.CodeUnauthenticated)
+		f.callErr("GET", runPath, "", http.StatusUnauthorized, httpapi.CodeUnauthenticated)
 	})
 	t.Run("403 body", func(t *testing.T) {
-		globex.callErr("GET", runPath, "", http.StatusForbidden, api.CodeForbidden)
+		globex.callErr("GET", runPath, "", http.StatusForbidden, httpapi.CodeForbidden)
 	})
 }

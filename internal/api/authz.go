@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/auth"
 	"github.com/dairuntime/dair/messages"
 )
@@ -21,13 +22,13 @@ func (s *server) authenticate(next http.HandlerFunc) http.Handler {
 		scheme, tok, ok := strings.Cut(h, " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="dair"`)
-			s.writeError(w, http.StatusUnauthorized, CodeUnauthenticated, "api: missing bearer token")
+			s.writeError(w, http.StatusUnauthorized, httpapi.CodeUnauthenticated, "api: missing bearer token")
 			return
 		}
 		c, err := s.cfg.Auth.Verify(strings.TrimSpace(tok))
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="dair", error="invalid_token"`)
-			s.writeError(w, http.StatusUnauthorized, CodeUnauthenticated, err.Error())
+			s.writeError(w, http.StatusUnauthorized, httpapi.CodeUnauthenticated, err.Error())
 			return
 		}
 		next(w, r.WithContext(auth.NewContext(r.Context(), c)))

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/api"
 	"github.com/dairuntime/dair/internal/ids"
 	"github.com/dairuntime/dair/internal/store"
@@ -120,7 +120,7 @@ func benchSubmit(ctx context.Context, c *http.Client, base, pipeline string) (id
 	if resp.StatusCode != http.StatusAccepted {
 		return "", fmt.Errorf("submit = %d %s", resp.StatusCode, b)
 	}
-	var sr api.SubmitResponse
+	var sr httpapi.SubmitResponse
 	if err := json.Unmarshal(b, &sr); err != nil {
 		return "", err
 	}
@@ -164,17 +164,6 @@ func streamIDs(ctx context.Context, c *http.Client, base, runID string, onFirst 
 		}
 	}
 	return idsSeen, kind, sc.Err()
-}
-
-func reportLatency(b *testing.B, lat []time.Duration) {
-	if len(lat) == 0 {
-		return
-	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	q := func(p float64) float64 { return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Nanoseconds()) }
-	b.ReportMetric(q(0.50), "p50-ns")
-	b.ReportMetric(q(0.99), "p99-ns")
-	b.ReportMetric(float64(lat[len(lat)-1].Nanoseconds()), "max-ns")
 }
 
 // BenchmarkHTTPRuns3Step measures runs per second and submit-to-success latency of a 3-step
@@ -227,7 +216,7 @@ func BenchmarkHTTPRuns3Step(b *testing.B) {
 				b.Fatalf("%d runs did not succeed", f)
 			}
 			b.ReportMetric(float64(b.N)/el.Seconds(), "runs/s")
-			reportLatency(b, lat)
+			testkit.ReportLatency(b, lat)
 		})
 	}
 }

@@ -2,10 +2,10 @@
 // run's durable ledger, runtime instances, tenant settings, execution history, pipeline
 // definitions, health and Prometheus metrics (CONTRACT.md, "HTTP API", prefix /v1).
 //
-// The JSON views in types.go are the wire format; clients decode into the same types. Errors
-// are {"error": {"code", "message"}} with 400 for bad input, 401 unauthenticated, 403
-// forbidden, 404 unknown id, 409 control of a run that is not running, 413 oversize body and
-// 423 suspended tenant.
+// The JSON views it reads and writes are the types of package httpapi, the wire format shared
+// with clients. Errors are {"error": {"code", "message"}} with 400 for bad input, 401
+// unauthenticated, 403 forbidden, 404 unknown id, 409 control of a run that is not running,
+// 413 oversize body and 423 suspended tenant.
 //
 // With a Verifier, every /v1 request needs "Authorization: Bearer <jwt>": a tenant acts on its
 // own tenant only, an operator also on instances, the queue and every tenant, an admin also on
@@ -20,7 +20,7 @@
 //	go srv.ListenAndServe()
 //
 // Event streams (GET /v1/runs/{id}/events) send "id: <seq>", "event: <kind>" and
-// "data: <LedgerEntry JSON>" per ledger entry and end after run_succeeded, run_failed or
+// "data: <httpapi.LedgerEntry JSON>" per ledger entry and end after run_succeeded, run_failed or
 // run_cancelled; a client resumes with the Last-Event-ID header and gets exactly the entries
 // it missed.
 package api

@@ -9,6 +9,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/api"
 )
 
@@ -64,12 +65,12 @@ func TestServer_Endpoints_statusMatrix(t *testing.T) {
 		t.Fatalf("setup run = %+v", done)
 	}
 	live := acme.submit(`{"pipeline":"verylong"}`).SharedRunID
-	acme.waitRun(live, func(r api.Run) bool { return r.Status == "running" })
+	acme.waitRun(live, func(r httpapi.Run) bool { return r.Status == "running" })
 	frozenRun := frozen.submit(`{"pipeline":"verylong"}`).SharedRunID
-	frozen.waitRun(frozenRun, func(r api.Run) bool { return r.Status == "running" })
+	frozen.waitRun(frozenRun, func(r httpapi.Run) bool { return r.Status == "running" })
 	frozen.call("POST", "/v1/runs/"+frozenRun+"/pause", "", http.StatusOK, nil)
 	admin.call("POST", "/v1/tenants/frozen/suspend", "", http.StatusOK, nil)
-	var insts api.InstanceList
+	var insts httpapi.InstanceList
 	operator.call("GET", "/v1/instances", "", http.StatusOK, &insts)
 	if len(insts.Instances) == 0 {
 		t.Fatal("no instance")
@@ -92,10 +93,10 @@ func TestServer_Endpoints_statusMatrix(t *testing.T) {
 	for _, ep := range endpoints {
 		id := ep.method + " " + ep.path
 		rows = append(rows,
-			matrixRow{"401 no token " + id, anon, ep.method, ep.path, "", 401, api.CodeUnauthenticated},
-			matrixRow{"401 expired " + id, expired, ep.method, ep.path, "", 401, api.CodeUnauthenticated},
-			matrixRow{"401 bad signature " + id, badSig, ep.method, ep.path, "", 401, api.CodeUnauthenticated},
-			matrixRow{"413 " + id, admin, ep.method, ep.path, big, 413, api.CodeRequestTooLarge},
+			matrixRow{"401 no token " + id, anon, ep.method, ep.path, "", 401, httpapi.CodeUnauthenticated},
+			matrixRow{"401 expired " + id, expired, ep.method, ep.path, "", 401, httpapi.CodeUnauthenticated},
+			matrixRow{"401 bad signature " + id, badSig, ep.method, ep.path, "", 401, httpapi.CodeUnauthenticated},
+			matrixRow{"413 " + id, admin, ep.method, ep.path, big, 413, httpapi.CodeRequestTooLarge},
 		)
 	}
 	const (
@@ -106,105 +107,105 @@ func TestServer_Endpoints_statusMatrix(t *testing.T) {
 	rows = append(rows, []matrixRow{
 		// POST /v1/runs
 		{"submit", acme, "POST", "/v1/runs", `{"pipeline":"three","input":{"name":"x"}}`, 202, ""},
-		{"submit malformed", acme, "POST", "/v1/runs", malformed, 400, api.CodeBadRequest},
-		{"submit unknown field", acme, "POST", "/v1/runs", unknown, 400, api.CodeBadRequest},
-		{"submit unknown pipeline", acme, "POST", "/v1/runs", `{"pipeline":"nope"}`, 404, api.CodeUnknownPipeline},
-		{"submit cross-tenant", globex, "POST", "/v1/runs", `{"pipeline":"three","tenant_id":"acme"}`, 403, api.CodeForbidden},
-		{"submit missing role", viewer, "POST", "/v1/runs", `{"pipeline":"three"}`, 403, api.CodeForbidden},
-		{"submit suspended", frozen, "POST", "/v1/runs", `{"pipeline":"three"}`, 423, api.CodeTenantSuspended},
+		{"submit malformed", acme, "POST", "/v1/runs", malformed, 400, httpapi.CodeBadRequest},
+		{"submit unknown field", acme, "POST", "/v1/runs", unknown, 400, httpapi.CodeBadRequest},
+		{"submit unknown pipeline", acme, "POST", "/v1/runs", `{"pipeline":"nope"}`, 404, httpapi.CodeUnknownPipeline},
+		{"submit cross-tenant", globex, "POST", "/v1/runs", `{"pipeline":"three","tenant_id":"acme"}`, 403, httpapi.CodeForbidden},
+		{"submit missing role", viewer, "POST", "/v1/runs", `{"pipeline":"three"}`, 403, httpapi.CodeForbidden},
+		{"submit suspended", frozen, "POST", "/v1/runs", `{"pipeline":"three"}`, 423, httpapi.CodeTenantSuspended},
 		// GET /v1/runs
 		{"list", acme, "GET", "/v1/runs", "", 200, ""},
-		{"list bad status", acme, "GET", "/v1/runs?status=weird", "", 400, api.CodeBadRequest},
-		{"list bad limit", acme, "GET", "/v1/runs?limit=-1", "", 400, api.CodeBadRequest},
-		{"list cross-tenant", globex, "GET", "/v1/runs?tenant_id=acme", "", 403, api.CodeForbidden},
-		{"list missing role", viewer, "GET", "/v1/runs", "", 403, api.CodeForbidden},
+		{"list bad status", acme, "GET", "/v1/runs?status=weird", "", 400, httpapi.CodeBadRequest},
+		{"list bad limit", acme, "GET", "/v1/runs?limit=-1", "", 400, httpapi.CodeBadRequest},
+		{"list cross-tenant", globex, "GET", "/v1/runs?tenant_id=acme", "", 403, httpapi.CodeForbidden},
+		{"list missing role", viewer, "GET", "/v1/runs", "", 403, httpapi.CodeForbidden},
 		// GET /v1/runs/{id}
 		{"get run", acme, "GET", runP, "", 200, ""},
-		{"get unknown run", acme, "GET", "/v1/runs/run-nope", "", 404, api.CodeNotFound},
-		{"get run cross-tenant", globex, "GET", runP, "", 403, api.CodeForbidden},
-		{"get run missing role", viewer, "GET", runP, "", 403, api.CodeForbidden},
+		{"get unknown run", acme, "GET", "/v1/runs/run-nope", "", 404, httpapi.CodeNotFound},
+		{"get run cross-tenant", globex, "GET", runP, "", 403, httpapi.CodeForbidden},
+		{"get run missing role", viewer, "GET", runP, "", 403, httpapi.CodeForbidden},
 		// POST /v1/runs/{id}/pause|resume|cancel
 		{"pause", acme, "POST", liveP + "/pause", "", 200, ""},
 		{"resume", acme, "POST", liveP + "/resume", "{}", 200, ""},
-		{"control malformed body", acme, "POST", liveP + "/pause", malformed, 400, api.CodeBadRequest},
-		{"control unknown field", acme, "POST", liveP + "/cancel", bodyField, 400, api.CodeBadRequest},
-		{"control unknown run", acme, "POST", "/v1/runs/run-nope/pause", "", 404, api.CodeNotFound},
-		{"control cross-tenant", globex, "POST", liveP + "/cancel", "", 403, api.CodeForbidden},
-		{"control missing role", viewer, "POST", liveP + "/pause", "", 403, api.CodeForbidden},
-		{"control finished run", acme, "POST", runP + "/cancel", "", 409, api.CodeNotRunning},
-		{"resume suspended", frozen, "POST", "/v1/runs/" + frozenRun + "/resume", "", 423, api.CodeTenantSuspended},
+		{"control malformed body", acme, "POST", liveP + "/pause", malformed, 400, httpapi.CodeBadRequest},
+		{"control unknown field", acme, "POST", liveP + "/cancel", bodyField, 400, httpapi.CodeBadRequest},
+		{"control unknown run", acme, "POST", "/v1/runs/run-nope/pause", "", 404, httpapi.CodeNotFound},
+		{"control cross-tenant", globex, "POST", liveP + "/cancel", "", 403, httpapi.CodeForbidden},
+		{"control missing role", viewer, "POST", liveP + "/pause", "", 403, httpapi.CodeForbidden},
+		{"control finished run", acme, "POST", runP + "/cancel", "", 409, httpapi.CodeNotRunning},
+		{"resume suspended", frozen, "POST", "/v1/runs/" + frozenRun + "/resume", "", 423, httpapi.CodeTenantSuspended},
 		// GET /v1/runs/{id}/events
 		{"events", acme, "GET", runP + "/events", "", 200, ""},
-		{"events bad last event id", acme, "GET", runP + "/events?last_event_id=-3", "", 400, api.CodeBadRequest},
-		{"events unknown run", acme, "GET", "/v1/runs/run-nope/events", "", 404, api.CodeNotFound},
-		{"events cross-tenant", globex, "GET", runP + "/events", "", 403, api.CodeForbidden},
-		{"events missing role", viewer, "GET", runP + "/events", "", 403, api.CodeForbidden},
+		{"events bad last event id", acme, "GET", runP + "/events?last_event_id=-3", "", 400, httpapi.CodeBadRequest},
+		{"events unknown run", acme, "GET", "/v1/runs/run-nope/events", "", 404, httpapi.CodeNotFound},
+		{"events cross-tenant", globex, "GET", runP + "/events", "", 403, httpapi.CodeForbidden},
+		{"events missing role", viewer, "GET", runP + "/events", "", 403, httpapi.CodeForbidden},
 		// POST /v1/sessions/{session_id}/invoke
 		{"invoke", acme, "POST", "/v1/sessions/s1/invoke", `{"pipeline":"three","input":{"name":"i"}}`, 200, ""},
-		{"invoke malformed", acme, "POST", "/v1/sessions/s1/invoke", malformed, 400, api.CodeBadRequest},
-		{"invoke unknown field", acme, "POST", "/v1/sessions/s1/invoke", unknown, 400, api.CodeBadRequest},
-		{"invoke unknown pipeline", acme, "POST", "/v1/sessions/s1/invoke", `{"pipeline":"nope"}`, 404, api.CodeUnknownPipeline},
-		{"invoke cross-tenant", globex, "POST", "/v1/sessions/s1/invoke", `{"pipeline":"three","tenant_id":"acme"}`, 403, api.CodeForbidden},
-		{"invoke missing role", viewer, "POST", "/v1/sessions/s1/invoke", `{"pipeline":"three"}`, 403, api.CodeForbidden},
-		{"invoke suspended", frozen, "POST", "/v1/sessions/s1/invoke", `{"pipeline":"three"}`, 423, api.CodeTenantSuspended},
+		{"invoke malformed", acme, "POST", "/v1/sessions/s1/invoke", malformed, 400, httpapi.CodeBadRequest},
+		{"invoke unknown field", acme, "POST", "/v1/sessions/s1/invoke", unknown, 400, httpapi.CodeBadRequest},
+		{"invoke unknown pipeline", acme, "POST", "/v1/sessions/s1/invoke", `{"pipeline":"nope"}`, 404, httpapi.CodeUnknownPipeline},
+		{"invoke cross-tenant", globex, "POST", "/v1/sessions/s1/invoke", `{"pipeline":"three","tenant_id":"acme"}`, 403, httpapi.CodeForbidden},
+		{"invoke missing role", viewer, "POST", "/v1/sessions/s1/invoke", `{"pipeline":"three"}`, 403, httpapi.CodeForbidden},
+		{"invoke suspended", frozen, "POST", "/v1/sessions/s1/invoke", `{"pipeline":"three"}`, 423, httpapi.CodeTenantSuspended},
 		// GET /v1/instances
 		{"instances", operator, "GET", "/v1/instances", "", 200, ""},
-		{"instances missing role", acme, "GET", "/v1/instances", "", 403, api.CodeForbidden},
+		{"instances missing role", acme, "GET", "/v1/instances", "", 403, httpapi.CodeForbidden},
 		// POST /v1/instances/{id}/pause|resume|drain
-		{"instance malformed body", operator, "POST", "/v1/instances/" + inst + "/pause", malformed, 400, api.CodeBadRequest},
-		{"instance unknown field", operator, "POST", "/v1/instances/" + inst + "/drain", bodyField, 400, api.CodeBadRequest},
-		{"instance unknown", operator, "POST", "/v1/instances/nope/pause", "", 404, api.CodeNotFound},
-		{"instance missing role", acme, "POST", "/v1/instances/" + inst + "/pause", "", 403, api.CodeForbidden},
+		{"instance malformed body", operator, "POST", "/v1/instances/" + inst + "/pause", malformed, 400, httpapi.CodeBadRequest},
+		{"instance unknown field", operator, "POST", "/v1/instances/" + inst + "/drain", bodyField, 400, httpapi.CodeBadRequest},
+		{"instance unknown", operator, "POST", "/v1/instances/nope/pause", "", 404, httpapi.CodeNotFound},
+		{"instance missing role", acme, "POST", "/v1/instances/" + inst + "/pause", "", 403, httpapi.CodeForbidden},
 		// POST /v1/queue/drain
 		{"queue drain", operator, "POST", "/v1/queue/drain", "", 200, ""},
-		{"queue drain unknown field", operator, "POST", "/v1/queue/drain", bodyField, 400, api.CodeBadRequest},
-		{"queue drain missing role", acme, "POST", "/v1/queue/drain", "", 403, api.CodeForbidden},
+		{"queue drain unknown field", operator, "POST", "/v1/queue/drain", bodyField, 400, httpapi.CodeBadRequest},
+		{"queue drain missing role", acme, "POST", "/v1/queue/drain", "", 403, httpapi.CodeForbidden},
 		// GET /v1/tenants, GET|PUT /v1/tenants/{id}
 		{"tenants", operator, "GET", "/v1/tenants", "", 200, ""},
-		{"tenants missing role", acme, "GET", "/v1/tenants", "", 403, api.CodeForbidden},
+		{"tenants missing role", acme, "GET", "/v1/tenants", "", 403, httpapi.CodeForbidden},
 		{"tenant own", acme, "GET", "/v1/tenants/acme", "", 200, ""},
 		{"tenant unknown is the default", admin, "GET", "/v1/tenants/nobody", "", 200, ""},
-		{"tenant cross-tenant", globex, "GET", "/v1/tenants/acme", "", 403, api.CodeForbidden},
-		{"tenant missing role", viewer, "GET", "/v1/tenants/acme", "", 403, api.CodeForbidden},
+		{"tenant cross-tenant", globex, "GET", "/v1/tenants/acme", "", 403, httpapi.CodeForbidden},
+		{"tenant missing role", viewer, "GET", "/v1/tenants/acme", "", 403, httpapi.CodeForbidden},
 		{"put tenant", admin, "PUT", "/v1/tenants/spare", `{"isolation_mode":"shared"}`, 200, ""},
-		{"put tenant malformed", admin, "PUT", "/v1/tenants/spare", `{"isolation_mode":`, 400, api.CodeBadRequest},
-		{"put tenant unknown field", admin, "PUT", "/v1/tenants/spare", bodyField, 400, api.CodeBadRequest},
-		{"put tenant invalid", admin, "PUT", "/v1/tenants/spare", `{"isolation_mode":"solo"}`, 400, api.CodeInvalidSettings},
-		{"put tenant missing role", operator, "PUT", "/v1/tenants/acme", `{"isolation_mode":"shared"}`, 403, api.CodeForbidden},
-		{"put tenant as tenant", acme, "PUT", "/v1/tenants/acme", `{"isolation_mode":"shared"}`, 403, api.CodeForbidden},
+		{"put tenant malformed", admin, "PUT", "/v1/tenants/spare", `{"isolation_mode":`, 400, httpapi.CodeBadRequest},
+		{"put tenant unknown field", admin, "PUT", "/v1/tenants/spare", bodyField, 400, httpapi.CodeBadRequest},
+		{"put tenant invalid", admin, "PUT", "/v1/tenants/spare", `{"isolation_mode":"solo"}`, 400, httpapi.CodeInvalidSettings},
+		{"put tenant missing role", operator, "PUT", "/v1/tenants/acme", `{"isolation_mode":"shared"}`, 403, httpapi.CodeForbidden},
+		{"put tenant as tenant", acme, "PUT", "/v1/tenants/acme", `{"isolation_mode":"shared"}`, 403, httpapi.CodeForbidden},
 		// POST /v1/tenants/{id}/suspend|resume
 		{"suspend", admin, "POST", "/v1/tenants/spare/suspend", "", 200, ""},
 		{"resume tenant", admin, "POST", "/v1/tenants/spare/resume", "", 200, ""},
-		{"suspend unknown field", admin, "POST", "/v1/tenants/spare/suspend", bodyField, 400, api.CodeBadRequest},
-		{"suspend missing role", operator, "POST", "/v1/tenants/spare/suspend", "", 403, api.CodeForbidden},
-		{"suspend as tenant", acme, "POST", "/v1/tenants/acme/suspend", "", 403, api.CodeForbidden},
+		{"suspend unknown field", admin, "POST", "/v1/tenants/spare/suspend", bodyField, 400, httpapi.CodeBadRequest},
+		{"suspend missing role", operator, "POST", "/v1/tenants/spare/suspend", "", 403, httpapi.CodeForbidden},
+		{"suspend as tenant", acme, "POST", "/v1/tenants/acme/suspend", "", 403, httpapi.CodeForbidden},
 		// GET /v1/tenants/{id}/usage
 		{"usage", acme, "GET", "/v1/tenants/acme/usage", "", 200, ""},
-		{"usage bad from", acme, "GET", "/v1/tenants/acme/usage?from=yesterday", "", 400, api.CodeBadRequest},
-		{"usage cross-tenant", globex, "GET", "/v1/tenants/acme/usage", "", 403, api.CodeForbidden},
-		{"usage missing role", viewer, "GET", "/v1/tenants/acme/usage", "", 403, api.CodeForbidden},
+		{"usage bad from", acme, "GET", "/v1/tenants/acme/usage?from=yesterday", "", 400, httpapi.CodeBadRequest},
+		{"usage cross-tenant", globex, "GET", "/v1/tenants/acme/usage", "", 403, httpapi.CodeForbidden},
+		{"usage missing role", viewer, "GET", "/v1/tenants/acme/usage", "", 403, httpapi.CodeForbidden},
 		// /v1/executions/{id}/ledger|trace|replay
 		{"ledger", acme, "GET", execP + "/ledger", "", 200, ""},
 		{"trace", acme, "GET", execP + "/trace", "", 200, ""},
 		{"replay", acme, "POST", execP + "/replay", "", 200, ""},
-		{"replay unknown field", acme, "POST", execP + "/replay", bodyField, 400, api.CodeBadRequest},
-		{"ledger unknown", acme, "GET", "/v1/executions/nope/ledger", "", 404, api.CodeNotFound},
-		{"trace unknown", acme, "GET", "/v1/executions/nope/trace", "", 404, api.CodeNotFound},
-		{"replay unknown", acme, "POST", "/v1/executions/nope/replay", "", 404, api.CodeNotFound},
-		{"ledger cross-tenant", globex, "GET", execP + "/ledger", "", 403, api.CodeForbidden},
-		{"trace cross-tenant", globex, "GET", execP + "/trace", "", 403, api.CodeForbidden},
-		{"replay cross-tenant", globex, "POST", execP + "/replay", "", 403, api.CodeForbidden},
-		{"ledger missing role", viewer, "GET", execP + "/ledger", "", 403, api.CodeForbidden},
+		{"replay unknown field", acme, "POST", execP + "/replay", bodyField, 400, httpapi.CodeBadRequest},
+		{"ledger unknown", acme, "GET", "/v1/executions/nope/ledger", "", 404, httpapi.CodeNotFound},
+		{"trace unknown", acme, "GET", "/v1/executions/nope/trace", "", 404, httpapi.CodeNotFound},
+		{"replay unknown", acme, "POST", "/v1/executions/nope/replay", "", 404, httpapi.CodeNotFound},
+		{"ledger cross-tenant", globex, "GET", execP + "/ledger", "", 403, httpapi.CodeForbidden},
+		{"trace cross-tenant", globex, "GET", execP + "/trace", "", 403, httpapi.CodeForbidden},
+		{"replay cross-tenant", globex, "POST", execP + "/replay", "", 403, httpapi.CodeForbidden},
+		{"ledger missing role", viewer, "GET", execP + "/ledger", "", 403, httpapi.CodeForbidden},
 		// PUT /v1/pipelines/{key}, GET /v1/pipelines[/{key}]
 		{"put pipeline", admin, "PUT", "/v1/pipelines/three", threeStep, 200, ""},
-		{"put pipeline malformed", admin, "PUT", "/v1/pipelines/three", "key: [", 400, api.CodeInvalidPipeline},
-		{"put pipeline unknown field", admin, "PUT", "/v1/pipelines/j", `{"key":"j","steps":[],"bogus":1}`, 400, api.CodeInvalidPipeline},
-		{"put pipeline missing role", operator, "PUT", "/v1/pipelines/three", threeStep, 403, api.CodeForbidden},
+		{"put pipeline malformed", admin, "PUT", "/v1/pipelines/three", "key: [", 400, httpapi.CodeInvalidPipeline},
+		{"put pipeline unknown field", admin, "PUT", "/v1/pipelines/j", `{"key":"j","steps":[],"bogus":1}`, 400, httpapi.CodeInvalidPipeline},
+		{"put pipeline missing role", operator, "PUT", "/v1/pipelines/three", threeStep, 403, httpapi.CodeForbidden},
 		{"pipelines", acme, "GET", "/v1/pipelines", "", 200, ""},
-		{"pipelines missing role", viewer, "GET", "/v1/pipelines", "", 403, api.CodeForbidden},
+		{"pipelines missing role", viewer, "GET", "/v1/pipelines", "", 403, httpapi.CodeForbidden},
 		{"pipeline", acme, "GET", "/v1/pipelines/three", "", 200, ""},
-		{"pipeline unknown", acme, "GET", "/v1/pipelines/nope", "", 404, api.CodeNotFound},
-		{"pipeline missing role", viewer, "GET", "/v1/pipelines/three", "", 403, api.CodeForbidden},
+		{"pipeline unknown", acme, "GET", "/v1/pipelines/nope", "", 404, httpapi.CodeNotFound},
+		{"pipeline missing role", viewer, "GET", "/v1/pipelines/three", "", 403, httpapi.CodeForbidden},
 		// Last, as they change what the earlier rows rely on.
 		{"cancel", acme, "POST", liveP + "/cancel", "", 200, ""},
 		{"cancel suspended tenant's run", frozen, "POST", "/v1/runs/" + frozenRun + "/cancel", "", 200, ""},
@@ -222,7 +223,7 @@ func TestServer_Endpoints_statusMatrix(t *testing.T) {
 			if code < 300 {
 				return
 			}
-			var eb api.ErrorBody
+			var eb httpapi.ErrorBody
 			if err := json.Unmarshal(body, &eb); err != nil || eb.Error.Message == "" || (tt.code != "" && eb.Error.Code != tt.code) {
 				t.Fatalf("error body %s (%v), want code %q", body, err, tt.code)
 			}

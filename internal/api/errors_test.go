@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/api"
 )
 
@@ -23,36 +24,36 @@ func TestServer_Errors_badInput(t *testing.T) {
 		code         string
 		msgHas       string
 	}{
-		{"malformed json", "POST", "/v1/runs", `{"pipeline":`, 400, api.CodeBadRequest, "malformed json"},
-		{"unknown field", "POST", "/v1/runs", `{"pipeline":"three","bogus":1}`, 400, api.CodeBadRequest, "bogus"},
-		{"trailing data", "POST", "/v1/runs", `{"pipeline":"three"} {}`, 400, api.CodeBadRequest, "trailing"},
-		{"empty body", "POST", "/v1/runs", ``, 400, api.CodeBadRequest, "empty"},
-		{"missing pipeline", "POST", "/v1/runs", `{"tenant_id":"acme"}`, 400, api.CodeBadRequest, "pipeline"},
-		{"bad tenant id", "POST", "/v1/runs", `{"pipeline":"three","tenant_id":"bad tenant!"}`, 400, api.CodeBadRequest, "tenant"},
-		{"unknown pipeline", "POST", "/v1/runs", `{"pipeline":"nope"}`, 404, api.CodeUnknownPipeline, "nope"},
-		{"oversize", "POST", "/v1/runs", big, 413, api.CodeRequestTooLarge, ""},
-		{"suspended tenant", "POST", "/v1/runs", `{"pipeline":"three","tenant_id":"frozen"}`, 423, api.CodeTenantSuspended, "frozen"},
-		{"unknown run", "GET", "/v1/runs/run-nope", "", 404, api.CodeNotFound, ""},
-		{"unknown run events", "GET", "/v1/runs/run-nope/events", "", 404, api.CodeNotFound, ""},
-		{"unknown run cancel", "POST", "/v1/runs/run-nope/cancel", "", 404, api.CodeNotFound, ""},
-		{"bad status filter", "GET", "/v1/runs?status=weird", "", 400, api.CodeBadRequest, "weird"},
-		{"bad limit", "GET", "/v1/runs?limit=x", "", 400, api.CodeBadRequest, "limit"},
-		{"unknown execution", "GET", "/v1/executions/nope/ledger", "", 404, api.CodeNotFound, ""},
-		{"unknown execution trace", "GET", "/v1/executions/nope/trace", "", 404, api.CodeNotFound, ""},
-		{"unknown execution replay", "POST", "/v1/executions/nope/replay", "", 404, api.CodeNotFound, ""},
-		{"unknown instance", "POST", "/v1/instances/nope/pause", "", 404, api.CodeNotFound, ""},
-		{"unknown pipeline get", "GET", "/v1/pipelines/nope", "", 404, api.CodeNotFound, ""},
-		{"unknown route", "GET", "/v1/nothing", "", 404, api.CodeNotFound, ""},
+		{"malformed json", "POST", "/v1/runs", `{"pipeline":`, 400, httpapi.CodeBadRequest, "malformed json"},
+		{"unknown field", "POST", "/v1/runs", `{"pipeline":"three","bogus":1}`, 400, httpapi.CodeBadRequest, "bogus"},
+		{"trailing data", "POST", "/v1/runs", `{"pipeline":"three"} {}`, 400, httpapi.CodeBadRequest, "trailing"},
+		{"empty body", "POST", "/v1/runs", ``, 400, httpapi.CodeBadRequest, "empty"},
+		{"missing pipeline", "POST", "/v1/runs", `{"tenant_id":"acme"}`, 400, httpapi.CodeBadRequest, "pipeline"},
+		{"bad tenant id", "POST", "/v1/runs", `{"pipeline":"three","tenant_id":"bad tenant!"}`, 400, httpapi.CodeBadRequest, "tenant"},
+		{"unknown pipeline", "POST", "/v1/runs", `{"pipeline":"nope"}`, 404, httpapi.CodeUnknownPipeline, "nope"},
+		{"oversize", "POST", "/v1/runs", big, 413, httpapi.CodeRequestTooLarge, ""},
+		{"suspended tenant", "POST", "/v1/runs", `{"pipeline":"three","tenant_id":"frozen"}`, 423, httpapi.CodeTenantSuspended, "frozen"},
+		{"unknown run", "GET", "/v1/runs/run-nope", "", 404, httpapi.CodeNotFound, ""},
+		{"unknown run events", "GET", "/v1/runs/run-nope/events", "", 404, httpapi.CodeNotFound, ""},
+		{"unknown run cancel", "POST", "/v1/runs/run-nope/cancel", "", 404, httpapi.CodeNotFound, ""},
+		{"bad status filter", "GET", "/v1/runs?status=weird", "", 400, httpapi.CodeBadRequest, "weird"},
+		{"bad limit", "GET", "/v1/runs?limit=x", "", 400, httpapi.CodeBadRequest, "limit"},
+		{"unknown execution", "GET", "/v1/executions/nope/ledger", "", 404, httpapi.CodeNotFound, ""},
+		{"unknown execution trace", "GET", "/v1/executions/nope/trace", "", 404, httpapi.CodeNotFound, ""},
+		{"unknown execution replay", "POST", "/v1/executions/nope/replay", "", 404, httpapi.CodeNotFound, ""},
+		{"unknown instance", "POST", "/v1/instances/nope/pause", "", 404, httpapi.CodeNotFound, ""},
+		{"unknown pipeline get", "GET", "/v1/pipelines/nope", "", 404, httpapi.CodeNotFound, ""},
+		{"unknown route", "GET", "/v1/nothing", "", 404, httpapi.CodeNotFound, ""},
 		{"invalid pipeline cycle", "PUT", "/v1/pipelines/cyc", "key: cyc\nsteps:\n  - {id: a, uses: echo, needs: [b]}\n  - {id: b, uses: echo, needs: [a]}\n",
-			400, api.CodeInvalidPipeline, "dag: cycle: a -> b -> a"},
-		{"invalid pipeline handler", "PUT", "/v1/pipelines/h", "key: h\nsteps:\n  - {id: a, uses: nosuch}\n", 400, api.CodeInvalidPipeline, "unknown_handler"},
-		{"invalid pipeline yaml", "PUT", "/v1/pipelines/y", "key: [", 400, api.CodeInvalidPipeline, "dag: parse"},
-		{"pipeline key mismatch", "PUT", "/v1/pipelines/other", threeStep, 400, api.CodeBadRequest, "differs"},
-		{"empty pipeline", "PUT", "/v1/pipelines/x", "", 400, api.CodeBadRequest, "empty"},
-		{"invalid tenant settings", "PUT", "/v1/tenants/acme", `{"isolation_mode":"galactic"}`, 400, api.CodeInvalidSettings, "isolation"},
-		{"tenant id mismatch", "PUT", "/v1/tenants/acme", `{"tenant_id":"other"}`, 400, api.CodeBadRequest, "differs"},
-		{"tenant unknown field", "PUT", "/v1/tenants/acme", `{"colour":"red"}`, 400, api.CodeBadRequest, "colour"},
-		{"bad last event id", "GET", "/v1/runs/run-nope/events?last_event_id=x", "", 400, api.CodeBadRequest, "last event id"},
+			400, httpapi.CodeInvalidPipeline, "dag: cycle: a -> b -> a"},
+		{"invalid pipeline handler", "PUT", "/v1/pipelines/h", "key: h\nsteps:\n  - {id: a, uses: nosuch}\n", 400, httpapi.CodeInvalidPipeline, "unknown_handler"},
+		{"invalid pipeline yaml", "PUT", "/v1/pipelines/y", "key: [", 400, httpapi.CodeInvalidPipeline, "dag: parse"},
+		{"pipeline key mismatch", "PUT", "/v1/pipelines/other", threeStep, 400, httpapi.CodeBadRequest, "differs"},
+		{"empty pipeline", "PUT", "/v1/pipelines/x", "", 400, httpapi.CodeBadRequest, "empty"},
+		{"invalid tenant settings", "PUT", "/v1/tenants/acme", `{"isolation_mode":"galactic"}`, 400, httpapi.CodeInvalidSettings, "isolation"},
+		{"tenant id mismatch", "PUT", "/v1/tenants/acme", `{"tenant_id":"other"}`, 400, httpapi.CodeBadRequest, "differs"},
+		{"tenant unknown field", "PUT", "/v1/tenants/acme", `{"colour":"red"}`, 400, httpapi.CodeBadRequest, "colour"},
+		{"bad last event id", "GET", "/v1/runs/run-nope/events?last_event_id=x", "", 400, httpapi.CodeBadRequest, "last event id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

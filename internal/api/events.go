@@ -138,7 +138,7 @@ func (s *server) runFinal(r *http.Request, runID string) bool {
 
 // writeEvent writes one ledger entry as an SSE event.
 func writeEvent(w http.ResponseWriter, e *messages.LedgerEntry) error {
-	b, err := json.Marshal(LedgerEntryFromMessage(e))
+	b, err := json.Marshal(ledgerEntryFromMessage(e))
 	if err != nil {
 		return fmt.Errorf("api: encode event: %w", err)
 	}

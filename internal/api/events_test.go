@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/api"
 	"github.com/dairuntime/dair/testkit"
 )
@@ -43,7 +44,7 @@ func TestServer_Events_resumeWithLastEventID(t *testing.T) {
 			got = append(got, rest...)
 
 			run := f.waitRun(sr.SharedRunID, isFinal)
-			var l api.Ledger
+			var l httpapi.Ledger
 			f.call("GET", "/v1/executions/"+run.ExecutionID+"/ledger", "", http.StatusOK, &l)
 			if len(got) != len(l.Entries) {
 				t.Fatalf("stream gave %d events, ledger has %d", len(got), len(l.Entries))
@@ -85,7 +86,7 @@ func TestServer_Events_heartbeatAndPastEnd(t *testing.T) {
 	// the entry, which is where the stream ends.
 	var last int64
 	testkit.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool {
-		var l api.Ledger
+		var l httpapi.Ledger
 		f.call("GET", "/v1/executions/"+run.SharedRunID+"/ledger", "", http.StatusOK, &l)
 		end := l.Entries[len(l.Entries)-1]
 		last = end.Seq
@@ -105,10 +106,10 @@ func TestServer_Invoke_streamsRun(t *testing.T) {
 	if len(evs) == 0 || evs[len(evs)-1].Kind != "run_succeeded" {
 		t.Fatalf("invoke events = %+v", evs)
 	}
-	var r api.Run
+	var r httpapi.Run
 	f.call("GET", "/v1/runs/"+evs[0].Data.SharedRunID, "", http.StatusOK, &r)
 	if r.SessionID != "sess-1" || r.Status != "succeeded" {
 		t.Fatalf("invoked run = %+v", r)
 	}
-	f.callErr("POST", "/v1/sessions/sess-1/invoke", `{"pipeline":"three","extra":1}`, http.StatusBadRequest, api.CodeBadRequest)
+	f.callErr("POST", "/v1/sessions/sess-1/invoke", `{"pipeline":"three","extra":1}`, http.StatusBadRequest, httpapi.CodeBadRequest)
 }

@@ -11,13 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/api"
 )
 
 // FuzzHandlers feeds random methods, paths and bodies to the handler and requires that it never
 // panics and answers bad input with a 4xx status and a JSON error body (checkFuzzAnswer).
 func FuzzHandlers(f *testing.F) {
-	n := startNodeF(f)
+	n := startNode(f)
 	h := api.New(api.Config{Node: n, MaxBodyBytes: 64 << 10, SSEPoll: 20 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -81,7 +82,7 @@ func checkFuzzAnswer(t *testing.T, method string, u *url.URL, body string, rec *
 		if method == http.MethodHead {
 			return
 		}
-		var eb api.ErrorBody
+		var eb httpapi.ErrorBody
 		if err := json.Unmarshal(rec.Body.Bytes(), &eb); err != nil || eb.Error.Code == "" || eb.Error.Message == "" {
 			t.Fatalf("%s %s %q = %d with body %q, want a JSON error body (%v)", method, u, body, rec.Code, rec.Body.String(), err)
 		}

@@ -3,12 +3,10 @@ package api_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,26 +15,13 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/api"
 	"github.com/dairuntime/dair/internal/auth"
-	"github.com/dairuntime/dair/internal/store/boltstore"
+	"github.com/dairuntime/dair/testkit"
 )
 
-const threeStep = `
-key: three
-steps:
-  - id: a
-    uses: echo
-    with: {value: "{{ .input.name }}"}
-  - id: b
-    uses: echo
-    needs: [a]
-    with: {value: "b saw {{ .steps.a.output }}"}
-  - id: c
-    uses: echo
-    needs: [a]
-    with: {value: "c"}
-`
+const threeStep = testkit.ThreeStepPipeline
 
 const slowSteps = `
 key: slow
@@ -77,37 +62,13 @@ type fixture struct {
 	token string
 }
 
-func startNode(t *testing.T) *actors.Node {
+// startNode starts the API tests' node: testkit's in-process node on the embedded store, with
+// a 10ms pump tick and the node's default heartbeat and recovery ticks.
+func startNode(t testing.TB) *actors.Node {
 	t.Helper()
-	return startNodeTB(t)
-}
-
-func startNodeF(f *testing.F) *actors.Node {
-	f.Helper()
-	return startNodeTB(f)
-}
-
-func startNodeTB(t testing.TB) *actors.Node {
-	t.Helper()
-	st, err := boltstore.Open(boltstore.Options{Path: filepath.Join(t.TempDir(), "dair.db"), NoSync: true})
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := st.Close(); err != nil {
-			t.Errorf("close store: %v", err)
-		}
-	})
-	n, err := actors.Start(context.Background(), actors.Config{NodeID: "api-test", Store: st, PumpInterval: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatalf("start node: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := n.Stop(context.Background()); err != nil {
-			t.Errorf("stop node: %v", err)
-		}
-	})
-	return n
+	return testkit.StartNode(t, testkit.NodeOptions{Config: actors.Config{
+		NodeID: "api-test", PumpInterval: 10 * time.Millisecond, HeartbeatInterval: time.Second, RecoveryInterval: time.Second,
+	}})
 }
 
 func newFixture(t *testing.T, withAuth bool, mod func(*api.Config)) *fixture {
@@ -206,9 +167,9 @@ func (f *fixture) call(method, path, body string, want int, out any) []byte {
 }
 
 // callErr sends a request and requires status want with error code code (if non-empty).
-func (f *fixture) callErr(method, path, body string, want int, code string) api.ErrorBody {
+func (f *fixture) callErr(method, path, body string, want int, code string) httpapi.ErrorBody {
 	f.t.Helper()
-	var eb api.ErrorBody
+	var eb httpapi.ErrorBody
 	f.call(method, path, body, want, &eb)
 	if eb.Error.Message == "" || (code != "" && eb.Error.Code != code) {
 		f.t.Fatalf("%s %s error body = %+v, want code %q", method, path, eb, code)
@@ -222,9 +183,9 @@ func (f *fixture) putPipeline(src string) {
 	f.call("PUT", "/v1/pipelines/"+key, src, http.StatusOK, nil)
 }
 
-func (f *fixture) submit(body string) api.SubmitResponse {
+func (f *fixture) submit(body string) httpapi.SubmitResponse {
 	f.t.Helper()
-	var sr api.SubmitResponse
+	var sr httpapi.SubmitResponse
 	f.call("POST", "/v1/runs", body, http.StatusAccepted, &sr)
 	if sr.SharedRunID == "" {
 		f.t.Fatal("empty shared_run_id")
@@ -233,11 +194,11 @@ func (f *fixture) submit(body string) api.SubmitResponse {
 }
 
 // waitRun polls GET /v1/runs/{id} until cond holds.
-func (f *fixture) waitRun(id string, cond func(api.Run) bool) api.Run {
+func (f *fixture) waitRun(id string, cond func(httpapi.Run) bool) httpapi.Run {
 	f.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		var run api.Run
+		var run httpapi.Run
 		f.call("GET", "/v1/runs/"+id, "", http.StatusOK, &run)
 		if cond(run) {
 			return run
@@ -250,14 +211,14 @@ func (f *fixture) waitRun(id string, cond func(api.Run) bool) api.Run {
 	}
 }
 
-func isFinal(r api.Run) bool {
+func isFinal(r httpapi.Run) bool {
 	return r.Status == "succeeded" || r.Status == "failed" || r.Status == "cancelled"
 }
 
 type sseEvent struct {
 	ID   int64
 	Kind string
-	Data api.LedgerEntry
+	Data httpapi.LedgerEntry
 }
 
 // sseReader parses an event stream.

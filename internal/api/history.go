@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/messages"
 )
@@ -34,9 +35,9 @@ func (s *server) ledger(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := Ledger{ExecutionID: id, Entries: make([]LedgerEntry, 0, len(entries))}
+	out := httpapi.Ledger{ExecutionID: id, Entries: make([]httpapi.LedgerEntry, 0, len(entries))}
 	for _, e := range entries {
-		out.Entries = append(out.Entries, LedgerEntryFromMessage(e))
+		out.Entries = append(out.Entries, ledgerEntryFromMessage(e))
 	}
 	s.writeJSON(w, http.StatusOK, out)
 }
@@ -53,13 +54,13 @@ func (s *server) trace(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := Trace{ExecutionID: id, Spans: make([]Span, 0, len(spans))}
+	out := httpapi.Trace{ExecutionID: id, Spans: make([]httpapi.Span, 0, len(spans))}
 	for _, sp := range spans {
 		attrs := sp.Attributes
 		if attrs == nil {
 			attrs = map[string]any{}
 		}
-		out.Spans = append(out.Spans, Span{Name: sp.Name, Kind: sp.Kind, Start: sp.Start.UTC(), End: sp.End.UTC(), Attributes: attrs})
+		out.Spans = append(out.Spans, httpapi.Span{Name: sp.Name, Kind: sp.Kind, Start: sp.Start.UTC(), End: sp.End.UTC(), Attributes: attrs})
 	}
 	s.writeJSON(w, http.StatusOK, out)
 }
@@ -76,7 +77,7 @@ func (s *server) replay(w http.ResponseWriter, r *http.Request) {
 	execID := id
 	if id == run.SharedRunId {
 		if run.ExecutionId == "" {
-			s.fail(w, r, &httpError{status: http.StatusNotFound, code: CodeNotFound, msg: "api: run " + id + " has no execution yet"})
+			s.fail(w, r, &httpError{status: http.StatusNotFound, code: httpapi.CodeNotFound, msg: "api: run " + id + " has no execution yet"})
 			return
 		}
 		execID = run.ExecutionId
@@ -86,13 +87,13 @@ func (s *server) replay(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := Replay{ExecutionID: rep.ExecutionID, Diverged: rep.Diverged, Divergences: make([]Divergence, 0, len(rep.Divergences)),
+	out := httpapi.Replay{ExecutionID: rep.ExecutionID, Diverged: rep.Diverged, Divergences: make([]httpapi.Divergence, 0, len(rep.Divergences)),
 		Replayed: rep.Replayed}
 	if out.ExecutionID == "" {
 		out.ExecutionID = execID
 	}
 	for _, d := range rep.Divergences {
-		out.Divergences = append(out.Divergences, Divergence{StepID: d.StepID, Reason: d.Reason})
+		out.Divergences = append(out.Divergences, httpapi.Divergence{StepID: d.StepID, Reason: d.Reason})
 	}
 	s.writeJSON(w, http.StatusOK, out)
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dairuntime/dair/internal/api"
+	"github.com/dairuntime/dair/httpapi"
 )
 
 // scrape returns the samples of /metrics whose series (name and labels) start with prefix.
@@ -74,7 +74,7 @@ func TestServer_Metrics_everyFamilyHasSamples(t *testing.T) {
 	}
 
 	// Runs wait in the shared queue while the only instance's queue is paused.
-	var insts api.InstanceList
+	var insts httpapi.InstanceList
 	f.call("GET", "/v1/instances", "", http.StatusOK, &insts)
 	if len(insts.Instances) != 1 {
 		t.Fatalf("instances = %+v", insts)

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/auth"
 	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/messages"
@@ -31,7 +32,7 @@ func normInput(in json.RawMessage) json.RawMessage {
 }
 
 // submit creates a run from a decoded request.
-func (s *server) submit(r *http.Request, req SubmitRequest, sessionID string) (*messages.SharedRun, error) {
+func (s *server) submit(r *http.Request, req httpapi.SubmitRequest, sessionID string) (*messages.SharedRun, error) {
 	if req.Pipeline == "" {
 		return nil, badRequest("api: pipeline is required")
 	}
@@ -45,7 +46,7 @@ func (s *server) submit(r *http.Request, req SubmitRequest, sessionID string) (*
 
 // submitRun handles POST /v1/runs.
 func (s *server) submitRun(w http.ResponseWriter, r *http.Request) {
-	var req SubmitRequest
+	var req httpapi.SubmitRequest
 	if err := decodeJSON(r, &req, false); err != nil {
 		s.fail(w, r, err)
 		return
@@ -55,7 +56,7 @@ func (s *server) submitRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusAccepted, SubmitResponse{SharedRunID: run.SharedRunId, Status: run.Status})
+	s.writeJSON(w, http.StatusAccepted, httpapi.SubmitResponse{SharedRunID: run.SharedRunId, Status: run.Status})
 }
 
 // authorizedRun loads a run and checks the caller may act on its tenant.
@@ -71,15 +72,15 @@ func (s *server) authorizedRun(r *http.Request, id string) (*messages.SharedRun,
 }
 
 // runView converts a run with its committed steps.
-func (s *server) runView(r *http.Request, run *messages.SharedRun) (Run, error) {
+func (s *server) runView(r *http.Request, run *messages.SharedRun) (httpapi.Run, error) {
 	steps, err := s.node.RunSteps(r.Context(), run)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return Run{}, err
+		return httpapi.Run{}, err
 	}
 	if err := s.fillStartedAt(r, run, steps); err != nil {
-		return Run{}, err
+		return httpapi.Run{}, err
 	}
-	return RunFromMessage(run, steps), nil
+	return runFromMessage(run, steps), nil
 }
 
 // fillStartedAt sets the start time of steps whose committed state lacks one from the last
@@ -163,9 +164,9 @@ func (s *server) listRuns(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := RunList{Runs: make([]Run, 0, len(runs))}
+	out := httpapi.RunList{Runs: make([]httpapi.Run, 0, len(runs))}
 	for _, run := range runs {
-		out.Runs = append(out.Runs, RunFromMessage(run, nil))
+		out.Runs = append(out.Runs, runFromMessage(run, nil))
 	}
 	s.writeJSON(w, http.StatusOK, out)
 }
@@ -208,12 +209,12 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var req InvokeRequest
+	var req httpapi.InvokeRequest
 	if err := decodeJSON(r, &req, false); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	run, err := s.submit(r, SubmitRequest(req), r.PathValue("session_id"))
+	run, err := s.submit(r, httpapi.SubmitRequest(req), r.PathValue("session_id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return

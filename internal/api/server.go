@@ -14,6 +14,7 @@ import (
 
 	"github.com/dairuntime/dair/actors"
 	"github.com/dairuntime/dair/cluster"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/auth"
 	"github.com/dairuntime/dair/internal/ui"
 )
@@ -116,7 +117,7 @@ func New(cfg Config) http.Handler {
 	v1("GET /v1/pipelines/{key}", s.getPipeline)
 
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		s.writeJSON(w, http.StatusOK, Health{Status: "ok"})
+		s.writeJSON(w, http.StatusOK, httpapi.Health{Status: "ok"})
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Node.Metrics().Registry, promhttp.HandlerOpts{}))
@@ -126,7 +127,7 @@ func New(cfg Config) http.Handler {
 		mux.Handle(p, ui.Handler())
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("api: no route for %s %s", r.Method, r.URL.Path))
+		s.writeError(w, http.StatusNotFound, httpapi.CodeNotFound, fmt.Sprintf("api: no route for %s %s", r.Method, r.URL.Path))
 	})
 	return s.recover(s.limitBody(mux))
 }
@@ -137,7 +138,7 @@ func Unavailable(code, message string) http.Handler {
 	s := &server{log: zap.NewNop()}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && r.URL.Path == "/healthz" {
-			s.writeJSON(w, http.StatusOK, Health{Status: "ok"})
+			s.writeJSON(w, http.StatusOK, httpapi.Health{Status: "ok"})
 			return
 		}
 		s.writeError(w, http.StatusServiceUnavailable, code, message)
@@ -149,7 +150,7 @@ func (s *server) readyz(w http.ResponseWriter, _ *http.Request) {
 		s.writeError(w, http.StatusServiceUnavailable, "not_ready", "api: node is not ready")
 		return
 	}
-	s.writeJSON(w, http.StatusOK, Health{Status: "ready"})
+	s.writeJSON(w, http.StatusOK, httpapi.Health{Status: "ready"})
 }
 
 // statusWriter remembers whether the header was written, so the recover middleware does not
@@ -186,7 +187,7 @@ func (s *server) recover(next http.Handler) http.Handler {
 			s.log.Error("api: handler panic", zap.String("method", r.Method), zap.String("path", r.URL.Path),
 				zap.Any("panic", v), zap.Stack("stack"))
 			if !sw.wrote {
-				s.writeError(sw, http.StatusInternalServerError, CodeInternal, "api: internal error")
+				s.writeError(sw, http.StatusInternalServerError, httpapi.CodeInternal, "api: internal error")
 			}
 		}()
 		next.ServeHTTP(sw, r)
@@ -197,7 +198,7 @@ func (s *server) recover(next http.Handler) http.Handler {
 func (s *server) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > s.cfg.MaxBodyBytes {
-			s.writeError(w, http.StatusRequestEntityTooLarge, CodeRequestTooLarge,
+			s.writeError(w, http.StatusRequestEntityTooLarge, httpapi.CodeRequestTooLarge,
 				fmt.Sprintf("api: request body is larger than %d bytes", s.cfg.MaxBodyBytes))
 			return
 		}
@@ -238,7 +239,7 @@ func (s *server) writeJSON(w http.ResponseWriter, code int, v any) {
 
 // writeError writes an ErrorBody.
 func (s *server) writeError(w http.ResponseWriter, code int, errCode, msg string) {
-	s.writeJSON(w, code, ErrorBody{Error: ErrorDetail{Code: errCode, Message: msg}})
+	s.writeJSON(w, code, httpapi.ErrorBody{Error: httpapi.ErrorDetail{Code: errCode, Message: msg}})
 }
 
 // decodeJSON decodes the request body into v, rejecting unknown fields and trailing data.
@@ -293,5 +294,5 @@ type httpError struct {
 func (e *httpError) Error() string { return e.msg }
 
 func forbidden(format string, args ...any) error {
-	return &httpError{status: http.StatusForbidden, code: CodeForbidden, msg: fmt.Sprintf(format, args...)}
+	return &httpError{status: http.StatusForbidden, code: httpapi.CodeForbidden, msg: fmt.Sprintf(format, args...)}
 }

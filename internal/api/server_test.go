@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/api"
 )
 
@@ -54,7 +55,7 @@ func TestServer_Runs_happyPath(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.query, func(t *testing.T) {
-				var l api.RunList
+				var l httpapi.RunList
 				f.call("GET", "/v1/runs"+tt.query, "", http.StatusOK, &l)
 				if len(l.Runs) != tt.want {
 					t.Fatalf("runs = %d, want %d", len(l.Runs), tt.want)
@@ -91,7 +92,7 @@ func TestServer_Runs_happyPath(t *testing.T) {
 	})
 	t.Run("ledger", func(t *testing.T) {
 		for _, id := range []string{run.ExecutionID, run.SharedRunID} {
-			var l api.Ledger
+			var l httpapi.Ledger
 			f.call("GET", "/v1/executions/"+id+"/ledger", "", http.StatusOK, &l)
 			if l.ExecutionID != id || len(l.Entries) == 0 || l.Entries[len(l.Entries)-1].Kind != "run_succeeded" {
 				t.Fatalf("ledger = %+v", l)
@@ -99,7 +100,7 @@ func TestServer_Runs_happyPath(t *testing.T) {
 		}
 	})
 	t.Run("trace", func(t *testing.T) {
-		var tr api.Trace
+		var tr httpapi.Trace
 		f.call("GET", "/v1/executions/"+run.ExecutionID+"/trace", "", http.StatusOK, &tr)
 		if tr.ExecutionID != run.ExecutionID || len(tr.Spans) == 0 || tr.Spans[0].Kind == "" {
 			t.Fatalf("trace = %+v", tr)
@@ -107,7 +108,7 @@ func TestServer_Runs_happyPath(t *testing.T) {
 	})
 	t.Run("replay", func(t *testing.T) {
 		for _, id := range []string{run.ExecutionID, run.SharedRunID} {
-			var rp api.Replay
+			var rp httpapi.Replay
 			f.call("POST", "/v1/executions/"+id+"/replay", "", http.StatusOK, &rp)
 			if rp.ExecutionID != run.ExecutionID || rp.Diverged || rp.Divergences == nil {
 				t.Fatalf("replay = %+v", rp)
@@ -118,19 +119,19 @@ func TestServer_Runs_happyPath(t *testing.T) {
 
 func TestServer_Pipelines_happyPath(t *testing.T) {
 	f := newFixture(t, false, nil)
-	var p api.Pipeline
+	var p httpapi.Pipeline
 	f.call("PUT", "/v1/pipelines/three", threeStep, http.StatusOK, &p)
 	if p.Key != "three" || p.Hash == "" || p.CreatedAt.IsZero() || p.Source != threeStep {
 		t.Fatalf("put = %+v", p)
 	}
 	jsonDoc := `{"key":"j","steps":[{"id":"a","uses":"echo","with":{"value":"v"}}]}`
 	f.call("PUT", "/v1/pipelines/j", jsonDoc, http.StatusOK, nil)
-	var l api.PipelineList
+	var l httpapi.PipelineList
 	f.call("GET", "/v1/pipelines", "", http.StatusOK, &l)
 	if len(l.Pipelines) != 2 {
 		t.Fatalf("list = %+v", l)
 	}
-	var g api.Pipeline
+	var g httpapi.Pipeline
 	f.call("GET", "/v1/pipelines/j", "", http.StatusOK, &g)
 	if g.Key != "j" || g.Source != jsonDoc {
 		t.Fatalf("get = %+v", g)
@@ -139,28 +140,28 @@ func TestServer_Pipelines_happyPath(t *testing.T) {
 
 func TestServer_Tenants_happyPath(t *testing.T) {
 	f := newFixture(t, false, nil)
-	var put api.Tenant
+	var put httpapi.Tenant
 	f.call("PUT", "/v1/tenants/acme", `{"isolation_mode":"dedicated","max_runtime_instances":2,"worker_count_per_instance":2,"max_concurrent_runs_per_instance":2}`,
 		http.StatusOK, &put)
 	if put.TenantID != "acme" || put.IsolationMode != "dedicated" || put.MaxRuntimeInstances != 2 {
 		t.Fatalf("put = %+v", put)
 	}
-	var got api.Tenant
+	var got httpapi.Tenant
 	f.call("GET", "/v1/tenants/acme", "", http.StatusOK, &got)
 	if got != put {
 		t.Fatalf("get = %+v, want %+v", got, put)
 	}
-	var unknown api.Tenant
+	var unknown httpapi.Tenant
 	f.call("GET", "/v1/tenants/nobody", "", http.StatusOK, &unknown)
 	if unknown.IsolationMode != "shared" || unknown.RuntimeInstanceIDPrefix != "runtime-instance" {
 		t.Fatalf("unknown tenant = %+v", unknown)
 	}
-	var l api.TenantList
+	var l httpapi.TenantList
 	f.call("GET", "/v1/tenants", "", http.StatusOK, &l)
 	if len(l.Tenants) != 1 || l.Tenants[0].TenantID != "acme" {
 		t.Fatalf("list = %+v", l)
 	}
-	var s api.Tenant
+	var s httpapi.Tenant
 	f.call("POST", "/v1/tenants/acme/suspend", "", http.StatusOK, &s)
 	if !s.Suspended {
 		t.Fatal("suspend did not suspend")
@@ -185,7 +186,7 @@ func TestServer_Instances_happyPath(t *testing.T) {
 	f.putPipeline(threeStep)
 	sr := f.submit(`{"pipeline":"three","tenant_id":"acme","input":{"name":"x"}}`)
 	f.waitRun(sr.SharedRunID, isFinal)
-	var l api.InstanceList
+	var l httpapi.InstanceList
 	f.call("GET", "/v1/instances", "", http.StatusOK, &l)
 	if len(l.Instances) == 0 {
 		t.Fatal("no instances")
@@ -213,7 +214,7 @@ func TestServer_Instances_happyPath(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.op, func(t *testing.T) {
-			var in api.Instance
+			var in httpapi.Instance
 			f.call("POST", "/v1/instances/"+id+"/"+tt.op, "", http.StatusOK, &in)
 			if in.RuntimeInstanceID != id || in.IsQueuePaused != tt.paused {
 				t.Fatalf("%s: instance = %+v", tt.op, in)
@@ -221,14 +222,14 @@ func TestServer_Instances_happyPath(t *testing.T) {
 		})
 	}
 	t.Run("drain", func(t *testing.T) {
-		var in api.Instance
+		var in httpapi.Instance
 		f.call("POST", "/v1/instances/"+id+"/drain", "", http.StatusOK, &in)
 		if in.RuntimeInstanceID != id {
 			t.Fatalf("drain: instance = %+v", in)
 		}
 	})
 	t.Run("queue drain", func(t *testing.T) {
-		var d api.DrainResponse
+		var d httpapi.DrainResponse
 		f.call("POST", "/v1/queue/drain", "", http.StatusOK, &d)
 		if d.Claimed < 0 {
 			t.Fatalf("claimed = %d", d.Claimed)
@@ -253,8 +254,8 @@ func TestServer_ControlRun_pauseResumeCancel(t *testing.T) {
 	f := newFixture(t, false, nil)
 	f.putPipeline(longStep)
 	sr := f.submit(`{"pipeline":"long","tenant_id":"acme"}`)
-	f.waitRun(sr.SharedRunID, func(r api.Run) bool { return r.Status == "running" })
-	var r api.Run
+	f.waitRun(sr.SharedRunID, func(r httpapi.Run) bool { return r.Status == "running" })
+	var r httpapi.Run
 	f.call("POST", "/v1/runs/"+sr.SharedRunID+"/pause", "", http.StatusOK, &r)
 	if r.Status != "paused" {
 		t.Fatalf("after pause status = %s", r.Status)
@@ -267,5 +268,5 @@ func TestServer_ControlRun_pauseResumeCancel(t *testing.T) {
 	if r.Status != "cancelled" {
 		t.Fatalf("after cancel status = %s", r.Status)
 	}
-	f.callErr("POST", "/v1/runs/"+sr.SharedRunID+"/cancel", "", http.StatusConflict, api.CodeNotRunning)
+	f.callErr("POST", "/v1/runs/"+sr.SharedRunID+"/cancel", "", http.StatusConflict, httpapi.CodeNotRunning)
 }

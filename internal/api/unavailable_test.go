@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/api"
 )
 
@@ -40,7 +41,7 @@ func TestUnavailable(t *testing.T) {
 			if tt.code == "" {
 				return
 			}
-			var body api.ErrorBody
+			var body httpapi.ErrorBody
 			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
 				t.Fatal(err)
 			}

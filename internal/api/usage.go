@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/store"
 )
 
@@ -42,10 +43,10 @@ func (s *server) usage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := UsageReport{TenantID: id, From: from, To: to, Events: make([]UsageEvent, 0, len(events))}
+	out := httpapi.UsageReport{TenantID: id, From: from, To: to, Events: make([]httpapi.UsageEvent, 0, len(events))}
 	for _, ev := range events {
-		v := UsageEventFromMessage(ev)
-		out.Totals.add(v)
+		v := usageEventFromMessage(ev)
+		addUsage(&out.Totals, v)
 		out.Events = append(out.Events, v)
 	}
 	s.writeJSON(w, http.StatusOK, out)

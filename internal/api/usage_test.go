@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/api"
 	"github.com/dairuntime/dair/internal/auth"
 	"github.com/dairuntime/dair/internal/lifecycle"
@@ -19,11 +20,11 @@ import (
 )
 
 // waitUsage polls the usage of tenant until cond holds (events are written off the hot path).
-func (f *fixture) waitUsage(tenant, query string, cond func(api.UsageReport) bool) api.UsageReport {
+func (f *fixture) waitUsage(tenant, query string, cond func(httpapi.UsageReport) bool) httpapi.UsageReport {
 	f.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		var rep api.UsageReport
+		var rep httpapi.UsageReport
 		f.call("GET", "/v1/tenants/"+tenant+"/usage"+query, "", http.StatusOK, &rep)
 		if cond(rep) {
 			return rep
@@ -46,11 +47,11 @@ func TestServer_Usage_totalsEqualStepSum(t *testing.T) {
 		t.Fatalf("run = %+v", run)
 	}
 	q := "?from=" + url.QueryEscape(from.Format(time.RFC3339)) + "&to=" + url.QueryEscape(time.Now().UTC().Add(time.Minute).Format(time.RFC3339))
-	rep := f.waitUsage("meter", q, func(r api.UsageReport) bool { return r.Totals.Runs == 1 && r.Totals.Steps == 3 })
+	rep := f.waitUsage("meter", q, func(r httpapi.UsageReport) bool { return r.Totals.Runs == 1 && r.Totals.Steps == 3 })
 	if rep.TenantID != "meter" || rep.From == nil || rep.To == nil {
 		t.Fatalf("report header = %+v", rep)
 	}
-	var sum api.UsageTotals
+	var sum httpapi.UsageTotals
 	for _, ev := range rep.Events {
 		if ev.SharedRunID != sr.SharedRunID || ev.TenantID != "meter" {
 			t.Fatalf("foreign event %+v", ev)
@@ -73,9 +74,9 @@ func TestServer_Usage_totalsEqualStepSum(t *testing.T) {
 
 	// A window before the run holds nothing.
 	past := "?to=" + url.QueryEscape(from.Format(time.RFC3339))
-	var empty api.UsageReport
+	var empty httpapi.UsageReport
 	f.call("GET", "/v1/tenants/meter/usage"+past, "", http.StatusOK, &empty)
-	if len(empty.Events) != 0 || empty.Totals != (api.UsageTotals{}) {
+	if len(empty.Events) != 0 || empty.Totals != (httpapi.UsageTotals{}) {
 		t.Fatalf("past window = %+v", empty)
 	}
 }
@@ -113,7 +114,7 @@ func TestServer_Usage_badTimes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f.callErr("GET", "/v1/tenants/t1/usage"+tt.query, "", http.StatusBadRequest, api.CodeBadRequest)
+			f.callErr("GET", "/v1/tenants/t1/usage"+tt.query, "", http.StatusBadRequest, httpapi.CodeBadRequest)
 		})
 	}
 }
@@ -157,7 +158,7 @@ func TestServer_Submit_lifecycleErrors(t *testing.T) {
 	if err := st.PutTenantState(context.Background(), &messages.TenantState{TenantId: "cold", EnsuredAt: at, LastSeenAt: at, ScaledToZeroAt: at}); err != nil {
 		t.Fatal(err)
 	}
-	f.callErr("POST", "/v1/runs", `{"pipeline":"three","tenant_id":"cold"}`, http.StatusServiceUnavailable, api.CodeNoCapacity)
+	f.callErr("POST", "/v1/runs", `{"pipeline":"three","tenant_id":"cold"}`, http.StatusServiceUnavailable, httpapi.CodeNoCapacity)
 	f.call("POST", "/v1/tenants/cold/suspend", "", http.StatusOK, nil)
-	f.callErr("POST", "/v1/runs", `{"pipeline":"three","tenant_id":"cold"}`, http.StatusLocked, api.CodeTenantSuspended)
+	f.callErr("POST", "/v1/runs", `{"pipeline":"three","tenant_id":"cold"}`, http.StatusLocked, httpapi.CodeTenantSuspended)
 }

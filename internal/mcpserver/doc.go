@@ -1,7 +1,7 @@
 // Package mcpserver is dair's Model Context Protocol server: the runtime control plane for
 // agents. It exposes a running dair node as MCP tools over stdio or streamable HTTP.
 //
-// Every tool calls the node's HTTP API through internal/client, so authorization is exactly
+// Every tool calls the node's HTTP API through package client, so authorization is exactly
 // the API's: the caller's bearer token is forwarded and the node decides. Over stdio the
 // token is Config.Token (the `dair mcp --token` flag or DAIR_TOKEN). Over HTTP each MCP
 // request's own "Authorization: Bearer" header is forwarded with the node calls it makes;

@@ -9,15 +9,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dairuntime/dair/internal/api"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/auth"
 	"github.com/dairuntime/dair/internal/mcpserver"
+	"github.com/dairuntime/dair/internal/mcpserver/mcptest"
 	"github.com/dairuntime/dair/messages"
 )
 
 func TestHTTPHandler_ListTools_allWithSchemas(t *testing.T) {
 	url := serveMCP(t, mcpserver.Config{Server: "http://127.0.0.1:1", Version: "v-test"})
-	cs := connectHTTP(t, url, "")
+	cs := mcptest.ConnectHTTP(t, url, "")
 	require.Equal(t, "dair", cs.InitializeResult().ServerInfo.Name)
 	require.Equal(t, "v-test", cs.InitializeResult().ServerInfo.Version)
 
@@ -78,23 +79,23 @@ func TestHTTPHandler_ListTools_allWithSchemas(t *testing.T) {
 
 func TestHTTPHandler_CallTool_tenantRunAndHistory(t *testing.T) {
 	n := startNode(t)
-	url := serveMCP(t, mcpserver.Config{Server: n.url})
-	acme := connectHTTP(t, url, mint(t, "acme", auth.RoleTenant))
+	url := serveMCP(t, mcpserver.Config{Server: n.URL})
+	acme := mcptest.ConnectHTTP(t, url, n.Token(t, "acme", auth.RoleTenant))
 
-	var sub api.SubmitResponse
-	res := callOK(t, acme, mcpserver.ToolSubmitRun, map[string]any{"pipeline": "greet", "input": map[string]any{"name": "ada"},
+	var sub httpapi.SubmitResponse
+	res := mcptest.CallOK(t, acme, mcpserver.ToolSubmitRun, map[string]any{"pipeline": "greet", "input": map[string]any{"name": "ada"},
 		"correlation_id": "corr-1"}, &sub)
 	require.NotEmpty(t, sub.SharedRunID)
-	require.Contains(t, text(res), sub.SharedRunID)
+	require.Contains(t, mcptest.Text(res), sub.SharedRunID)
 
-	run := waitRun(t, acme, sub.SharedRunID)
+	run := mcptest.WaitRun(t, acme, sub.SharedRunID)
 	require.Equal(t, messages.RunSucceeded, run.Status)
 	require.Equal(t, "acme", run.TenantID, "the tenant comes from the forwarded token")
 	require.Len(t, run.Steps, 3)
 	require.NotEmpty(t, run.ExecutionID)
 
-	var ledger api.Ledger
-	callOK(t, acme, mcpserver.ToolGetLedger, map[string]any{"execution_id": run.ExecutionID}, &ledger)
+	var ledger httpapi.Ledger
+	mcptest.CallOK(t, acme, mcpserver.ToolGetLedger, map[string]any{"execution_id": run.ExecutionID}, &ledger)
 	kinds := map[string]int{}
 	for _, e := range ledger.Entries {
 		kinds[e.Kind]++
@@ -104,40 +105,40 @@ func TestHTTPHandler_CallTool_tenantRunAndHistory(t *testing.T) {
 	require.Equal(t, 1, kinds[messages.KindRunSucceeded], "ledger kinds: %v", kinds)
 	require.Positive(t, kinds[messages.KindStepStarted])
 
-	var trace api.Trace
-	callOK(t, acme, mcpserver.ToolGetTrace, map[string]any{"execution_id": run.ExecutionID}, &trace)
+	var trace httpapi.Trace
+	mcptest.CallOK(t, acme, mcpserver.ToolGetTrace, map[string]any{"execution_id": run.ExecutionID}, &trace)
 	require.NotEmpty(t, trace.Spans)
-	var replay api.Replay
-	callOK(t, acme, mcpserver.ToolReplayExecution, map[string]any{"execution_id": run.ExecutionID}, &replay)
+	var replay httpapi.Replay
+	mcptest.CallOK(t, acme, mcpserver.ToolReplayExecution, map[string]any{"execution_id": run.ExecutionID}, &replay)
 	require.False(t, replay.Diverged, "%+v", replay)
 
-	var waited api.Run
-	res = callOK(t, acme, mcpserver.ToolSubmitRun, map[string]any{"pipeline": "greet", "input": map[string]any{"name": "bo"},
+	var waited httpapi.Run
+	res = mcptest.CallOK(t, acme, mcpserver.ToolSubmitRun, map[string]any{"pipeline": "greet", "input": map[string]any{"name": "bo"},
 		"wait": true}, &waited)
-	require.Equal(t, messages.RunSucceeded, waited.Status, text(res))
-	require.Contains(t, text(res), "3/3 steps succeeded")
+	require.Equal(t, messages.RunSucceeded, waited.Status, mcptest.Text(res))
+	require.Contains(t, mcptest.Text(res), "3/3 steps succeeded")
 
-	var list api.RunList
-	callOK(t, acme, mcpserver.ToolListRuns, map[string]any{"status": "succeeded"}, &list)
+	var list httpapi.RunList
+	mcptest.CallOK(t, acme, mcpserver.ToolListRuns, map[string]any{"status": "succeeded"}, &list)
 	require.Len(t, list.Runs, 2)
-	var ten api.Tenant
-	callOK(t, acme, mcpserver.ToolGetTenant, map[string]any{"tenant_id": "acme"}, &ten)
+	var ten httpapi.Tenant
+	mcptest.CallOK(t, acme, mcpserver.ToolGetTenant, map[string]any{"tenant_id": "acme"}, &ten)
 	require.Equal(t, messages.IsolationShared, ten.IsolationMode)
 }
 
 func TestHTTPHandler_CallTool_refused(t *testing.T) {
 	n := startNode(t)
-	url := serveMCP(t, mcpserver.Config{Server: n.url})
-	acme := connectHTTP(t, url, mint(t, "acme", auth.RoleTenant))
-	var sub api.SubmitResponse
-	callOK(t, acme, mcpserver.ToolSubmitRun, map[string]any{"pipeline": "greet", "input": map[string]any{"name": "x"}}, &sub)
-	run := waitRun(t, acme, sub.SharedRunID)
+	url := serveMCP(t, mcpserver.Config{Server: n.URL})
+	acme := mcptest.ConnectHTTP(t, url, n.Token(t, "acme", auth.RoleTenant))
+	var sub httpapi.SubmitResponse
+	mcptest.CallOK(t, acme, mcpserver.ToolSubmitRun, map[string]any{"pipeline": "greet", "input": map[string]any{"name": "x"}}, &sub)
+	run := mcptest.WaitRun(t, acme, sub.SharedRunID)
 
-	anon := connectHTTP(t, url, "")
-	globex := connectHTTP(t, url, mint(t, "globex", auth.RoleTenant))
-	operator := connectHTTP(t, url, mint(t, "ops", auth.RoleOperator))
-	admin := connectHTTP(t, url, mint(t, "ops", auth.RoleAdmin))
-	garbage := connectHTTP(t, url, "not-a-jwt")
+	anon := mcptest.ConnectHTTP(t, url, "")
+	globex := mcptest.ConnectHTTP(t, url, n.Token(t, "globex", auth.RoleTenant))
+	operator := mcptest.ConnectHTTP(t, url, n.Token(t, "ops", auth.RoleOperator))
+	admin := mcptest.ConnectHTTP(t, url, n.Token(t, "ops", auth.RoleAdmin))
+	garbage := mcptest.ConnectHTTP(t, url, "not-a-jwt")
 	cases := []struct {
 		name     string
 		cs       *mcp.ClientSession
@@ -146,24 +147,24 @@ func TestHTTPHandler_CallTool_refused(t *testing.T) {
 		wantCode string
 		wantText string
 	}{
-		{"no token", anon, mcpserver.ToolGetRun, map[string]any{"shared_run_id": sub.SharedRunID}, api.CodeUnauthenticated, "HTTP 401"},
-		{"bad token", garbage, mcpserver.ToolListRuns, map[string]any{}, api.CodeUnauthenticated, "HTTP 401"},
-		{"other tenant's run", globex, mcpserver.ToolGetRun, map[string]any{"shared_run_id": sub.SharedRunID}, api.CodeForbidden, "HTTP 403"},
-		{"other tenant's cancel", globex, mcpserver.ToolCancelRun, map[string]any{"shared_run_id": sub.SharedRunID}, api.CodeForbidden, "HTTP 403"},
-		{"other tenant's ledger", globex, mcpserver.ToolGetLedger, map[string]any{"execution_id": run.ExecutionID}, api.CodeForbidden, "HTTP 403"},
-		{"tenant drains shared queue", acme, mcpserver.ToolDrainSharedQueue, map[string]any{}, api.CodeForbidden, "HTTP 403"},
-		{"tenant lists instances", acme, mcpserver.ToolListInstances, map[string]any{}, api.CodeForbidden, "HTTP 403"},
-		{"tenant puts tenant", acme, mcpserver.ToolPutTenant, map[string]any{"tenant_id": "acme", "isolation_mode": "dedicated"}, api.CodeForbidden, "HTTP 403"},
-		{"unknown run", operator, mcpserver.ToolGetRun, map[string]any{"shared_run_id": "run-nope"}, api.CodeNotFound, "HTTP 404"},
+		{"no token", anon, mcpserver.ToolGetRun, map[string]any{"shared_run_id": sub.SharedRunID}, httpapi.CodeUnauthenticated, "HTTP 401"},
+		{"bad token", garbage, mcpserver.ToolListRuns, map[string]any{}, httpapi.CodeUnauthenticated, "HTTP 401"},
+		{"other tenant's run", globex, mcpserver.ToolGetRun, map[string]any{"shared_run_id": sub.SharedRunID}, httpapi.CodeForbidden, "HTTP 403"},
+		{"other tenant's cancel", globex, mcpserver.ToolCancelRun, map[string]any{"shared_run_id": sub.SharedRunID}, httpapi.CodeForbidden, "HTTP 403"},
+		{"other tenant's ledger", globex, mcpserver.ToolGetLedger, map[string]any{"execution_id": run.ExecutionID}, httpapi.CodeForbidden, "HTTP 403"},
+		{"tenant drains shared queue", acme, mcpserver.ToolDrainSharedQueue, map[string]any{}, httpapi.CodeForbidden, "HTTP 403"},
+		{"tenant lists instances", acme, mcpserver.ToolListInstances, map[string]any{}, httpapi.CodeForbidden, "HTTP 403"},
+		{"tenant puts tenant", acme, mcpserver.ToolPutTenant, map[string]any{"tenant_id": "acme", "isolation_mode": "dedicated"}, httpapi.CodeForbidden, "HTTP 403"},
+		{"unknown run", operator, mcpserver.ToolGetRun, map[string]any{"shared_run_id": "run-nope"}, httpapi.CodeNotFound, "HTTP 404"},
 		{"empty run id", operator, mcpserver.ToolGetRun, map[string]any{"shared_run_id": " "}, mcpserver.CodeBadArgument, "shared_run_id"},
 		{"bad isolation", admin, mcpserver.ToolPutTenant, map[string]any{"tenant_id": "x", "isolation_mode": "solo"}, mcpserver.CodeBadArgument, "solo"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res := callTool(t, tc.cs, tc.tool, tc.args)
-			require.True(t, res.IsError, "want a tool error, got %s", text(res))
-			require.Contains(t, text(res), tc.wantText)
-			require.Contains(t, text(res), tc.wantCode)
+			res := mcptest.Call(t, tc.cs, tc.tool, tc.args)
+			require.True(t, res.IsError, "want a tool error, got %s", mcptest.Text(res))
+			require.Contains(t, mcptest.Text(res), tc.wantText)
+			require.Contains(t, mcptest.Text(res), tc.wantCode)
 			sc, ok := res.StructuredContent.(map[string]any)
 			require.True(t, ok, "structured error: %T", res.StructuredContent)
 			require.Equal(t, tc.wantCode, sc["error"].(map[string]any)["code"])
@@ -171,55 +172,55 @@ func TestHTTPHandler_CallTool_refused(t *testing.T) {
 	}
 
 	t.Run("missing required argument", func(t *testing.T) {
-		res := callTool(t, acme, mcpserver.ToolGetRun, map[string]any{})
-		require.True(t, res.IsError, text(res))
+		res := mcptest.Call(t, acme, mcpserver.ToolGetRun, map[string]any{})
+		require.True(t, res.IsError, mcptest.Text(res))
 	})
 	t.Run("operator and admin tools", func(t *testing.T) {
-		var drained api.DrainResponse
-		callOK(t, operator, mcpserver.ToolDrainSharedQueue, map[string]any{}, &drained)
-		var ten api.Tenant
-		callOK(t, admin, mcpserver.ToolPutTenant, map[string]any{"tenant_id": "globex", "isolation_mode": "dedicated",
+		var drained httpapi.DrainResponse
+		mcptest.CallOK(t, operator, mcpserver.ToolDrainSharedQueue, map[string]any{}, &drained)
+		var ten httpapi.Tenant
+		mcptest.CallOK(t, admin, mcpserver.ToolPutTenant, map[string]any{"tenant_id": "globex", "isolation_mode": "dedicated",
 			"max_runtime_instances": 2}, &ten)
 		require.Equal(t, messages.IsolationDedicated, ten.IsolationMode)
 		require.EqualValues(t, 2, ten.MaxRuntimeInstances)
-		var list api.InstanceList
-		callOK(t, operator, mcpserver.ToolListInstances, map[string]any{}, &list)
+		var list httpapi.InstanceList
+		mcptest.CallOK(t, operator, mcpserver.ToolListInstances, map[string]any{}, &list)
 		require.NotEmpty(t, list.Instances)
 		id := list.Instances[0].RuntimeInstanceID
-		var inst api.Instance
-		callOK(t, operator, mcpserver.ToolPauseInstance, map[string]any{"runtime_instance_id": id}, &inst)
+		var inst httpapi.Instance
+		mcptest.CallOK(t, operator, mcpserver.ToolPauseInstance, map[string]any{"runtime_instance_id": id}, &inst)
 		require.True(t, inst.IsQueuePaused)
-		callOK(t, operator, mcpserver.ToolResumeInstance, map[string]any{"runtime_instance_id": id}, &inst)
+		mcptest.CallOK(t, operator, mcpserver.ToolResumeInstance, map[string]any{"runtime_instance_id": id}, &inst)
 		require.False(t, inst.IsQueuePaused)
 	})
 }
 
 func TestHTTPHandler_Auth_modes(t *testing.T) {
 	n := startNode(t)
-	acmeTok := mint(t, "acme", auth.RoleTenant)
+	acmeTok := n.Token(t, "acme", auth.RoleTenant)
 	v, err := auth.NewHS256(testSecret)
 	require.NoError(t, err)
 
 	t.Run("none falls back to the server token", func(t *testing.T) {
-		url := serveMCP(t, mcpserver.Config{Server: n.url, Token: acmeTok})
-		var list api.RunList
-		callOK(t, connectHTTP(t, url, ""), mcpserver.ToolListRuns, map[string]any{}, &list)
+		url := serveMCP(t, mcpserver.Config{Server: n.URL, Token: acmeTok})
+		var list httpapi.RunList
+		mcptest.CallOK(t, mcptest.ConnectHTTP(t, url, ""), mcpserver.ToolListRuns, map[string]any{}, &list)
 	})
 	t.Run("none forwards the caller's token over the server token", func(t *testing.T) {
-		url := serveMCP(t, mcpserver.Config{Server: n.url, Token: mint(t, "ops", auth.RoleAdmin)})
-		res := callTool(t, connectHTTP(t, url, acmeTok), mcpserver.ToolDrainSharedQueue, map[string]any{})
+		url := serveMCP(t, mcpserver.Config{Server: n.URL, Token: n.Token(t, "ops", auth.RoleAdmin)})
+		res := mcptest.Call(t, mcptest.ConnectHTTP(t, url, acmeTok), mcpserver.ToolDrainSharedQueue, map[string]any{})
 		require.True(t, res.IsError)
-		require.Contains(t, text(res), "HTTP 403")
+		require.Contains(t, mcptest.Text(res), "HTTP 403")
 	})
 	t.Run("jwt refuses requests without a token", func(t *testing.T) {
-		url := serveMCP(t, mcpserver.Config{Server: n.url, Token: acmeTok, Auth: mcpserver.AuthJWT})
+		url := serveMCP(t, mcpserver.Config{Server: n.URL, Token: acmeTok, Auth: mcpserver.AuthJWT})
 		resp, err := http.Post(url, "application/json", nil)
 		require.NoError(t, err)
 		require.NoError(t, resp.Body.Close())
 		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	})
 	t.Run("jwt with verifier refuses a bad token", func(t *testing.T) {
-		url := serveMCP(t, mcpserver.Config{Server: n.url, Auth: mcpserver.AuthJWT, Verifier: v})
+		url := serveMCP(t, mcpserver.Config{Server: n.URL, Auth: mcpserver.AuthJWT, Verifier: v})
 		req, err := http.NewRequest(http.MethodPost, url, nil)
 		require.NoError(t, err)
 		req.Header.Set("Authorization", "Bearer not-a-jwt")
@@ -229,9 +230,9 @@ func TestHTTPHandler_Auth_modes(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	})
 	t.Run("jwt with verifier serves a good token", func(t *testing.T) {
-		url := serveMCP(t, mcpserver.Config{Server: n.url, Auth: mcpserver.AuthJWT, Verifier: v})
-		var list api.RunList
-		callOK(t, connectHTTP(t, url, acmeTok), mcpserver.ToolListRuns, map[string]any{}, &list)
+		url := serveMCP(t, mcpserver.Config{Server: n.URL, Auth: mcpserver.AuthJWT, Verifier: v})
+		var list httpapi.RunList
+		mcptest.CallOK(t, mcptest.ConnectHTTP(t, url, acmeTok), mcpserver.ToolListRuns, map[string]any{}, &list)
 	})
 }
 
@@ -240,21 +241,21 @@ func TestNew_CallTool_usesConfigToken(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	serverT, clientT := mcp.NewInMemoryTransports()
-	ss, err := mcpserver.New(mcpserver.Config{Server: n.url, Token: mint(t, "acme", auth.RoleTenant)}).Connect(ctx, serverT, nil)
+	ss, err := mcpserver.New(mcpserver.Config{Server: n.URL, Token: n.Token(t, "acme", auth.RoleTenant)}).Connect(ctx, serverT, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, ss.Close()) })
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "v0"}, nil).Connect(ctx, clientT, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, cs.Close()) })
 
-	var sub api.SubmitResponse
-	callOK(t, cs, mcpserver.ToolSubmitRun, map[string]any{"pipeline": "greet", "input": map[string]any{"name": "in-mem"}}, &sub)
-	run := waitRun(t, cs, sub.SharedRunID)
+	var sub httpapi.SubmitResponse
+	mcptest.CallOK(t, cs, mcpserver.ToolSubmitRun, map[string]any{"pipeline": "greet", "input": map[string]any{"name": "in-mem"}}, &sub)
+	run := mcptest.WaitRun(t, cs, sub.SharedRunID)
 	require.Equal(t, "acme", run.TenantID)
 
-	res := callTool(t, cs, mcpserver.ToolDrainSharedQueue, map[string]any{})
+	res := mcptest.Call(t, cs, mcpserver.ToolDrainSharedQueue, map[string]any{})
 	require.True(t, res.IsError)
-	require.Contains(t, text(res), "HTTP 403")
+	require.Contains(t, mcptest.Text(res), "HTTP 403")
 }
 
 func TestConfig_Validate_authModes(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/dairuntime/dair/internal/api"
-	"github.com/dairuntime/dair/internal/client"
+	"github.com/dairuntime/dair/client"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -23,7 +23,7 @@ const (
 
 // ToolError is the structured content of a tool result with IsError set:
 // {"error": {"code", "message", "status"}}. Code and Message are the node's error body
-// (see api.ErrorDetail) when the node refused the call, and Status its HTTP status;
+// (see httpapi.ErrorDetail) when the node refused the call, and Status its HTTP status;
 // Status is 0 when the node was not reached.
 type ToolError struct {
 	Error ToolErrorDetail `json:"error"`
@@ -62,7 +62,7 @@ func errorResult(err error) *mcp.CallToolResult {
 }
 
 // runSummary is a one-line description of a run.
-func runSummary(r *api.Run) string {
+func runSummary(r *httpapi.Run) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "run %s (%s, tenant %s): %s", r.SharedRunID, r.Pipeline, r.TenantID, r.Status)
 	if len(r.Steps) > 0 {
@@ -81,7 +81,7 @@ func runSummary(r *api.Run) string {
 }
 
 // tenantSummary is a one-line description of tenant settings.
-func tenantSummary(t *api.Tenant) string {
+func tenantSummary(t *httpapi.Tenant) string {
 	s := fmt.Sprintf("tenant %s: %s", t.TenantID, t.IsolationMode)
 	if t.Suspended {
 		s += " (suspended)"

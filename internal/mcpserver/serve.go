@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/dairuntime/dair/internal/netaddr"
 )
 
 // shutdownTimeout bounds the graceful shutdown of ListenAndServe.
@@ -30,7 +32,7 @@ func ListenAndServe(ctx context.Context, addr string, cfg Config, onReady func(n
 	if err != nil {
 		return fmt.Errorf("%w: http address %q: %v", ErrInvalidConfig, addr, err)
 	}
-	if cfg.Auth == AuthNone && cfg.Token != "" && !isLoopback(host) {
+	if cfg.Auth == AuthNone && cfg.Token != "" && !netaddr.IsLoopback(host) {
 		return fmt.Errorf("%w: http address %q is not loopback; with auth none and a fallback token "+
 			"serve on 127.0.0.1 or use auth jwt", ErrInvalidConfig, addr)
 	}
@@ -61,13 +63,4 @@ func ListenAndServe(ctx context.Context, addr string, cfg Config, onReady func(n
 		return fmt.Errorf("mcpserver: serve http: %w", err)
 	}
 	return nil
-}
-
-// isLoopback reports whether host names only the loopback interface.
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

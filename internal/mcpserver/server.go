@@ -12,8 +12,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/exp/zapslog"
 
+	"github.com/dairuntime/dair/client"
 	"github.com/dairuntime/dair/internal/auth"
-	"github.com/dairuntime/dair/internal/client"
 )
 
 // Sentinel errors of package mcpserver.

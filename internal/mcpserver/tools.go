@@ -9,8 +9,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
-	"github.com/dairuntime/dair/internal/api"
-	"github.com/dairuntime/dair/internal/client"
+	"github.com/dairuntime/dair/client"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -219,7 +219,7 @@ func submitRun(ctx context.Context, c *client.Client, in SubmitRunInput) (any, s
 	if err := need("pipeline", in.Pipeline); err != nil {
 		return nil, "", err
 	}
-	req := api.SubmitRequest{Pipeline: in.Pipeline, TenantID: in.TenantID, CorrelationID: in.CorrelationID,
+	req := httpapi.SubmitRequest{Pipeline: in.Pipeline, TenantID: in.TenantID, CorrelationID: in.CorrelationID,
 		IdempotencyKey: in.IdempotencyKey}
 	if in.Input != nil {
 		b, err := json.Marshal(in.Input)
@@ -273,7 +273,7 @@ func putTenant(ctx context.Context, c *client.Client, in PutTenantInput) (any, s
 		return nil, "", fmt.Errorf("%w: isolation_mode %q (want %s, %s or %s)", ErrBadArgument, in.IsolationMode,
 			messages.IsolationShared, messages.IsolationDedicated, messages.IsolationHybrid)
 	}
-	t, err := c.PutTenant(ctx, api.Tenant{
+	t, err := c.PutTenant(ctx, httpapi.Tenant{
 		TenantID: in.TenantID, IsolationMode: in.IsolationMode, PreferDedicatedCapacity: in.PreferDedicatedCapacity,
 		AllowSharedFallback: in.AllowSharedFallback, RuntimeInstanceIDPrefix: in.RuntimeInstanceIDPrefix,
 		MaxRuntimeInstances: in.MaxRuntimeInstances, WorkerCountPerInstance: in.WorkerCountPerInstance,

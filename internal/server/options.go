@@ -11,6 +11,7 @@ import (
 
 	"github.com/dairuntime/dair/actors"
 	"github.com/dairuntime/dair/internal/logging"
+	"github.com/dairuntime/dair/internal/netaddr"
 )
 
 // Sentinel errors of package server.
@@ -204,7 +205,7 @@ func (o Options) Validate() error {
 	if err != nil {
 		return bad("http address %q: %v", o.HTTPAddr, err)
 	}
-	if o.LoopbackOnly && o.Auth == AuthNone && !isLoopback(host) {
+	if o.LoopbackOnly && o.Auth == AuthNone && !netaddr.IsLoopback(host) {
 		return bad("http address %q is not loopback; with --auth none dev serves on loopback only (use 127.0.0.1 or --auth jwt)", o.HTTPAddr)
 	}
 	if o.BindAddr != "" {
@@ -224,15 +225,6 @@ func (o Options) Validate() error {
 		return bad("actor port %d out of range", o.ActorPort)
 	}
 	return nil
-}
-
-// isLoopback reports whether host names only the loopback interface.
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // checkHostPort validates a HOST:PORT address with a non-empty host and a numeric port.

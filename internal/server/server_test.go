@@ -14,9 +14,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dairuntime/dair/internal/api"
+	"github.com/dairuntime/dair/client"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/auth"
-	"github.com/dairuntime/dair/internal/client"
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -82,7 +82,7 @@ func TestRun_Serve_submitWaitRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	require.NoError(t, c.Ready(ctx))
-	sub, err := c.Submit(ctx, api.SubmitRequest{Pipeline: "hello", TenantID: "acme"})
+	sub, err := c.Submit(ctx, httpapi.SubmitRequest{Pipeline: "hello", TenantID: "acme"})
 	require.NoError(t, err)
 	var kinds []string
 	run, err := c.Follow(ctx, sub.SharedRunID, func(_ int64, kind string, _ []byte) error {

@@ -138,26 +138,6 @@ func TestStore_Close_idempotent(t *testing.T) {
 	}
 }
 
-// eventually polls cond until it returns nil or the deadline passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still failing after %s: %v", what, timeout, err)
-		}
-		select {
-		case <-time.After(50 * time.Millisecond):
-		case <-t.Context().Done():
-			t.Fatalf("%s: %v", what, t.Context().Err())
-		}
-	}
-}
-
 func TestStore_RedisRestart_recovers(t *testing.T) {
 	r := testkit.StartRedis(t, testkit.RedisOptions{AOF: true, AppendFsync: "always"})
 	st := openTest(t, r, nil)
@@ -213,7 +193,7 @@ func TestStore_RedisRestart_recovers(t *testing.T) {
 	if err := r.Restart(); err != nil {
 		t.Fatalf("restart: %v", err)
 	}
-	eventually(t, 10*time.Second, "GetRun after restart", func() error {
+	testkit.EventuallyErr(t, 10*time.Second, func() error {
 		got, err := st.GetRun(ctx, "r1")
 		if err != nil {
 			return err
@@ -222,7 +202,7 @@ func TestStore_RedisRestart_recovers(t *testing.T) {
 			return fmt.Errorf("tenant = %q", got.GetTenantId())
 		}
 		return nil
-	})
+	}, "GetRun after restart")
 	// Scripts are gone after the restart: the commit must reload them transparently.
 	errs, err := commit("b")
 	if err != nil || errs[0] != nil {

@@ -1,4 +1,4 @@
-package client
+package progress
 
 import (
 	"encoding/json"
@@ -8,17 +8,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dairuntime/dair/internal/api"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/messages"
 )
 
-// Progress renders a run's event stream as human progress lines, one per finished step:
+// Printer renders a run's event stream as human progress lines, one per finished step:
 //
 //	[3/20] step fetch-3 succeeded 102ms
 //
 // On a terminal (Live true) it also keeps a transient status line naming the running steps,
 // redrawn in place. It is not goroutine-safe: feed it from one goroutine (Follow's callback).
-type Progress struct {
+type Printer struct {
 	out   io.Writer
 	live  bool
 	total int
@@ -29,16 +29,16 @@ type Progress struct {
 	statusOn bool // a transient status line is on screen (live only)
 }
 
-// NewProgress returns a renderer writing to out. total is the pipeline's step count (0 when
+// New returns a renderer writing to out. total is the pipeline's step count (0 when
 // unknown); live draws the transient status line (use it only when out is a terminal).
-func NewProgress(out io.Writer, total int, live bool) *Progress {
-	return &Progress{out: out, live: live, total: total, started: map[string]time.Time{}}
+func New(out io.Writer, total int, live bool) *Printer {
+	return &Printer{out: out, live: live, total: total, started: map[string]time.Time{}}
 }
 
-// Event handles one event of the run's stream (an EventFunc); data is an api.LedgerEntry.
-// It returns write errors only; undecodable data is skipped.
-func (p *Progress) Event(_ int64, kind string, data []byte) error {
-	var e api.LedgerEntry
+// Event handles one event of the run's stream (it is a client.EventFunc); data is an
+// httpapi.LedgerEntry. It returns write errors only; undecodable data is skipped.
+func (p *Printer) Event(_ int64, kind string, data []byte) error {
+	var e httpapi.LedgerEntry
 	if err := json.Unmarshal(data, &e); err != nil {
 		return nil
 	}
@@ -71,7 +71,7 @@ func (p *Progress) Event(_ int64, kind string, data []byte) error {
 }
 
 // Summary writes the final line for run and clears the status line.
-func (p *Progress) Summary(run *api.Run) error {
+func (p *Printer) Summary(run *httpapi.Run) error {
 	if err := p.clear(); err != nil {
 		return err
 	}
@@ -91,7 +91,7 @@ func (p *Progress) Summary(run *api.Run) error {
 	return err
 }
 
-func (p *Progress) finished(e api.LedgerEntry, verb, detail string) error {
+func (p *Printer) finished(e httpapi.LedgerEntry, verb, detail string) error {
 	p.removeRunning(e.StepID)
 	counter := fmt.Sprintf("[%d]", p.done)
 	if p.total > 0 {
@@ -108,7 +108,7 @@ func (p *Progress) finished(e api.LedgerEntry, verb, detail string) error {
 }
 
 // line prints a permanent line, keeping the status line below it.
-func (p *Progress) line(s string) error {
+func (p *Printer) line(s string) error {
 	if err := p.clear(); err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func (p *Progress) line(s string) error {
 	return p.redraw()
 }
 
-func (p *Progress) clear() error {
+func (p *Printer) clear() error {
 	if !p.statusOn {
 		return nil
 	}
@@ -127,7 +127,7 @@ func (p *Progress) clear() error {
 	return err
 }
 
-func (p *Progress) redraw() error {
+func (p *Printer) redraw() error {
 	if !p.live {
 		return nil
 	}
@@ -146,7 +146,7 @@ func (p *Progress) redraw() error {
 	return err
 }
 
-func (p *Progress) addRunning(id string) {
+func (p *Printer) addRunning(id string) {
 	for _, r := range p.running {
 		if r == id {
 			return
@@ -156,7 +156,7 @@ func (p *Progress) addRunning(id string) {
 	sort.Strings(p.running)
 }
 
-func (p *Progress) removeRunning(id string) {
+func (p *Printer) removeRunning(id string) {
 	for i, r := range p.running {
 		if r == id {
 			p.running = append(p.running[:i], p.running[i+1:]...)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dairuntime/dair/internal/api"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -87,7 +87,7 @@ func (f *flakyRun) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status = messages.RunSucceeded
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if err := json.NewEncoder(w).Encode(api.Run{SharedRunID: "r1", Status: status}); err != nil {
+	if err := json.NewEncoder(w).Encode(httpapi.Run{SharedRunID: "r1", Status: status}); err != nil {
 		return
 	}
 }

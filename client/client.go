@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dairuntime/dair/internal/api"
+	"github.com/dairuntime/dair/httpapi"
 )
 
 // Sentinel errors of package client.
@@ -126,7 +126,7 @@ func decodeError(resp *http.Response) error {
 	if err != nil {
 		return &Error{Status: resp.StatusCode, Message: http.StatusText(resp.StatusCode)}
 	}
-	var eb api.ErrorBody
+	var eb httpapi.ErrorBody
 	if json.Unmarshal(raw, &eb) == nil && eb.Error.Code != "" {
 		return &Error{Status: resp.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message}
 	}

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 
-	"github.com/dairuntime/dair/internal/client"
+	"github.com/dairuntime/dair/client"
 )
 
 func ExampleClient_GetRun_notFound() {

@@ -5,7 +5,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/dairuntime/dair/internal/api"
+	"github.com/dairuntime/dair/httpapi"
 )
 
 // Run control operations accepted by ControlRun.
@@ -17,8 +17,8 @@ const (
 )
 
 // Submit posts a run (POST /v1/runs) and returns the 202 answer.
-func (c *Client) Submit(ctx context.Context, req api.SubmitRequest) (*api.SubmitResponse, error) {
-	var out api.SubmitResponse
+func (c *Client) Submit(ctx context.Context, req httpapi.SubmitRequest) (*httpapi.SubmitResponse, error) {
+	var out httpapi.SubmitResponse
 	if err := c.doJSON(ctx, http.MethodPost, "/v1/runs", req, &out); err != nil {
 		return nil, err
 	}
@@ -26,8 +26,8 @@ func (c *Client) Submit(ctx context.Context, req api.SubmitRequest) (*api.Submit
 }
 
 // GetRun returns a run with its steps (GET /v1/runs/{id}).
-func (c *Client) GetRun(ctx context.Context, id string) (*api.Run, error) {
-	var out api.Run
+func (c *Client) GetRun(ctx context.Context, id string) (*httpapi.Run, error) {
+	var out httpapi.Run
 	if err := c.do(ctx, http.MethodGet, "/v1/runs/"+esc(id), nil, "", &out); err != nil {
 		return nil, err
 	}
@@ -35,8 +35,8 @@ func (c *Client) GetRun(ctx context.Context, id string) (*api.Run, error) {
 }
 
 // ListRuns lists runs, optionally filtered by tenant and status (GET /v1/runs).
-func (c *Client) ListRuns(ctx context.Context, tenantID, status string) (*api.RunList, error) {
-	var out api.RunList
+func (c *Client) ListRuns(ctx context.Context, tenantID, status string) (*httpapi.RunList, error) {
+	var out httpapi.RunList
 	if err := c.do(ctx, http.MethodGet, "/v1/runs"+query("tenant_id", tenantID, "status", status), nil, "", &out); err != nil {
 		return nil, err
 	}
@@ -45,8 +45,8 @@ func (c *Client) ListRuns(ctx context.Context, tenantID, status string) (*api.Ru
 
 // ControlRun applies OpCancel, OpPause or OpResume to a run (POST /v1/runs/{id}/{op}) and
 // returns the run after the change.
-func (c *Client) ControlRun(ctx context.Context, id, op string) (*api.Run, error) {
-	var out api.Run
+func (c *Client) ControlRun(ctx context.Context, id, op string) (*httpapi.Run, error) {
+	var out httpapi.Run
 	if err := c.do(ctx, http.MethodPost, "/v1/runs/"+esc(id)+"/"+esc(op), nil, "", &out); err != nil {
 		return nil, err
 	}
@@ -55,8 +55,8 @@ func (c *Client) ControlRun(ctx context.Context, id, op string) (*api.Run, error
 
 // ListInstances lists runtime instances, optionally those visible to a tenant
 // (GET /v1/instances).
-func (c *Client) ListInstances(ctx context.Context, tenantID string) (*api.InstanceList, error) {
-	var out api.InstanceList
+func (c *Client) ListInstances(ctx context.Context, tenantID string) (*httpapi.InstanceList, error) {
+	var out httpapi.InstanceList
 	if err := c.do(ctx, http.MethodGet, "/v1/instances"+query("tenant_id", tenantID), nil, "", &out); err != nil {
 		return nil, err
 	}
@@ -65,8 +65,8 @@ func (c *Client) ListInstances(ctx context.Context, tenantID string) (*api.Insta
 
 // ControlInstance applies OpPause, OpResume or OpDrain to an instance's queue
 // (POST /v1/instances/{id}/{op}) and returns its descriptor after the change.
-func (c *Client) ControlInstance(ctx context.Context, id, op string) (*api.Instance, error) {
-	var out api.Instance
+func (c *Client) ControlInstance(ctx context.Context, id, op string) (*httpapi.Instance, error) {
+	var out httpapi.Instance
 	if err := c.do(ctx, http.MethodPost, "/v1/instances/"+esc(id)+"/"+esc(op), nil, "", &out); err != nil {
 		return nil, err
 	}
@@ -74,8 +74,8 @@ func (c *Client) ControlInstance(ctx context.Context, id, op string) (*api.Insta
 }
 
 // PutTenant stores a tenant's settings (PUT /v1/tenants/{id}) and returns them as stored.
-func (c *Client) PutTenant(ctx context.Context, t api.Tenant) (*api.Tenant, error) {
-	var out api.Tenant
+func (c *Client) PutTenant(ctx context.Context, t httpapi.Tenant) (*httpapi.Tenant, error) {
+	var out httpapi.Tenant
 	if err := c.doJSON(ctx, http.MethodPut, "/v1/tenants/"+esc(t.TenantID), t, &out); err != nil {
 		return nil, err
 	}
@@ -83,8 +83,8 @@ func (c *Client) PutTenant(ctx context.Context, t api.Tenant) (*api.Tenant, erro
 }
 
 // GetTenant returns a tenant's settings (GET /v1/tenants/{id}).
-func (c *Client) GetTenant(ctx context.Context, id string) (*api.Tenant, error) {
-	var out api.Tenant
+func (c *Client) GetTenant(ctx context.Context, id string) (*httpapi.Tenant, error) {
+	var out httpapi.Tenant
 	if err := c.do(ctx, http.MethodGet, "/v1/tenants/"+esc(id), nil, "", &out); err != nil {
 		return nil, err
 	}
@@ -92,8 +92,8 @@ func (c *Client) GetTenant(ctx context.Context, id string) (*api.Tenant, error) 
 }
 
 // ListTenants lists tenants (GET /v1/tenants).
-func (c *Client) ListTenants(ctx context.Context) (*api.TenantList, error) {
-	var out api.TenantList
+func (c *Client) ListTenants(ctx context.Context) (*httpapi.TenantList, error) {
+	var out httpapi.TenantList
 	if err := c.do(ctx, http.MethodGet, "/v1/tenants", nil, "", &out); err != nil {
 		return nil, err
 	}
@@ -102,8 +102,8 @@ func (c *Client) ListTenants(ctx context.Context) (*api.TenantList, error) {
 
 // ControlTenant suspends (op "suspend") or resumes (op "resume") a tenant
 // (POST /v1/tenants/{id}/{op}) and returns its settings after the change.
-func (c *Client) ControlTenant(ctx context.Context, id, op string) (*api.Tenant, error) {
-	var out api.Tenant
+func (c *Client) ControlTenant(ctx context.Context, id, op string) (*httpapi.Tenant, error) {
+	var out httpapi.Tenant
 	if err := c.do(ctx, http.MethodPost, "/v1/tenants/"+esc(id)+"/"+esc(op), nil, "", &out); err != nil {
 		return nil, err
 	}
@@ -111,8 +111,8 @@ func (c *Client) ControlTenant(ctx context.Context, id, op string) (*api.Tenant,
 }
 
 // Ledger returns the durable history of an execution or run (GET /v1/executions/{id}/ledger).
-func (c *Client) Ledger(ctx context.Context, id string) (*api.Ledger, error) {
-	var out api.Ledger
+func (c *Client) Ledger(ctx context.Context, id string) (*httpapi.Ledger, error) {
+	var out httpapi.Ledger
 	if err := c.do(ctx, http.MethodGet, "/v1/executions/"+esc(id)+"/ledger", nil, "", &out); err != nil {
 		return nil, err
 	}
@@ -120,8 +120,8 @@ func (c *Client) Ledger(ctx context.Context, id string) (*api.Ledger, error) {
 }
 
 // Trace returns the spans of an execution (GET /v1/executions/{id}/trace).
-func (c *Client) Trace(ctx context.Context, id string) (*api.Trace, error) {
-	var out api.Trace
+func (c *Client) Trace(ctx context.Context, id string) (*httpapi.Trace, error) {
+	var out httpapi.Trace
 	if err := c.do(ctx, http.MethodGet, "/v1/executions/"+esc(id)+"/trace", nil, "", &out); err != nil {
 		return nil, err
 	}
@@ -130,8 +130,8 @@ func (c *Client) Trace(ctx context.Context, id string) (*api.Trace, error) {
 
 // Replay replays an execution against its history (POST /v1/executions/{id}/replay). A
 // divergence is not an error: check Replay.Diverged.
-func (c *Client) Replay(ctx context.Context, id string) (*api.Replay, error) {
-	var out api.Replay
+func (c *Client) Replay(ctx context.Context, id string) (*httpapi.Replay, error) {
+	var out httpapi.Replay
 	if err := c.do(ctx, http.MethodPost, "/v1/executions/"+esc(id)+"/replay", nil, "", &out); err != nil {
 		return nil, err
 	}
@@ -139,12 +139,12 @@ func (c *Client) Replay(ctx context.Context, id string) (*api.Replay, error) {
 }
 
 // PutPipeline stores a pipeline document (YAML or JSON) under key (PUT /v1/pipelines/{key}).
-func (c *Client) PutPipeline(ctx context.Context, key string, src []byte) (*api.Pipeline, error) {
+func (c *Client) PutPipeline(ctx context.Context, key string, src []byte) (*httpapi.Pipeline, error) {
 	ct := "application/yaml"
 	if trimmed := bytes.TrimSpace(src); len(trimmed) > 0 && trimmed[0] == '{' {
 		ct = "application/json"
 	}
-	var out api.Pipeline
+	var out httpapi.Pipeline
 	if err := c.do(ctx, http.MethodPut, "/v1/pipelines/"+esc(key), bytes.NewReader(src), ct, &out); err != nil {
 		return nil, err
 	}
@@ -153,8 +153,8 @@ func (c *Client) PutPipeline(ctx context.Context, key string, src []byte) (*api.
 
 // GetPipeline returns the latest version of a pipeline with its source
 // (GET /v1/pipelines/{key}).
-func (c *Client) GetPipeline(ctx context.Context, key string) (*api.Pipeline, error) {
-	var out api.Pipeline
+func (c *Client) GetPipeline(ctx context.Context, key string) (*httpapi.Pipeline, error) {
+	var out httpapi.Pipeline
 	if err := c.do(ctx, http.MethodGet, "/v1/pipelines/"+esc(key), nil, "", &out); err != nil {
 		return nil, err
 	}
@@ -162,8 +162,8 @@ func (c *Client) GetPipeline(ctx context.Context, key string) (*api.Pipeline, er
 }
 
 // ListPipelines lists the latest version of every pipeline (GET /v1/pipelines).
-func (c *Client) ListPipelines(ctx context.Context) (*api.PipelineList, error) {
-	var out api.PipelineList
+func (c *Client) ListPipelines(ctx context.Context) (*httpapi.PipelineList, error) {
+	var out httpapi.PipelineList
 	if err := c.do(ctx, http.MethodGet, "/v1/pipelines", nil, "", &out); err != nil {
 		return nil, err
 	}
@@ -171,8 +171,8 @@ func (c *Client) ListPipelines(ctx context.Context) (*api.PipelineList, error) {
 }
 
 // DrainQueue runs one manual shared-queue drain cycle (POST /v1/queue/drain).
-func (c *Client) DrainQueue(ctx context.Context) (*api.DrainResponse, error) {
-	var out api.DrainResponse
+func (c *Client) DrainQueue(ctx context.Context) (*httpapi.DrainResponse, error) {
+	var out httpapi.DrainResponse
 	if err := c.do(ctx, http.MethodPost, "/v1/queue/drain", nil, "", &out); err != nil {
 		return nil, err
 	}

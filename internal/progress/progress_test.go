@@ -1,4 +1,4 @@
-package client
+package progress
 
 import (
 	"encoding/json"
@@ -8,13 +8,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dairuntime/dair/internal/api"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/messages"
 )
 
 func entry(t *testing.T, kind, step string, at time.Time, data string) []byte {
 	t.Helper()
-	e := api.LedgerEntry{Kind: kind, StepID: step, At: at, Attempt: 1, Reason: "boom"}
+	e := httpapi.LedgerEntry{Kind: kind, StepID: step, At: at, Attempt: 1, Reason: "boom"}
 	if data != "" {
 		e.Data = json.RawMessage(data)
 	}
@@ -23,7 +23,7 @@ func entry(t *testing.T, kind, step string, at time.Time, data string) []byte {
 	return b
 }
 
-func TestProgress_Event_lines(t *testing.T) {
+func TestPrinter_Event_lines(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	cases := []struct {
 		name  string
@@ -40,7 +40,7 @@ func TestProgress_Event_lines(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out strings.Builder
-			p := NewProgress(&out, tc.total, tc.live)
+			p := New(&out, tc.total, tc.live)
 			for _, ev := range []struct {
 				kind, step string
 				at         time.Duration
@@ -56,8 +56,8 @@ func TestProgress_Event_lines(t *testing.T) {
 				require.NoError(t, p.Event(0, ev.kind, entry(t, ev.kind, ev.step, t0.Add(ev.at), ev.data)))
 			}
 			require.NoError(t, p.Event(0, "garbage", []byte("{")))
-			require.NoError(t, p.Summary(&api.Run{SharedRunID: "r1", Status: messages.RunFailed,
-				Steps: []api.Step{{ID: "a", Status: messages.StepSucceeded}, {ID: "b", Status: messages.StepFailed}}}))
+			require.NoError(t, p.Summary(&httpapi.Run{SharedRunID: "r1", Status: messages.RunFailed,
+				Steps: []httpapi.Step{{ID: "a", Status: messages.StepSucceeded}, {ID: "b", Status: messages.StepFailed}}}))
 			s := out.String()
 			pos := 0
 			for _, w := range tc.want {

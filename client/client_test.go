@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dairuntime/dair/internal/api"
+	"github.com/dairuntime/dair/httpapi"
 )
 
 // recorder is a fake API that records the last request and answers with a fixed status/body.
@@ -61,7 +61,7 @@ func TestClient_Endpoints_methodAndPath(t *testing.T) {
 		bodySubstr string
 	}{
 		{"submit", func() error {
-			_, err := c.Submit(ctx, api.SubmitRequest{Pipeline: "p", TenantID: "t", Input: json.RawMessage(`{"a":1}`)})
+			_, err := c.Submit(ctx, httpapi.SubmitRequest{Pipeline: "p", TenantID: "t", Input: json.RawMessage(`{"a":1}`)})
 			return err
 		}, http.MethodPost, "/v1/runs", "", `"input":{"a":1}`},
 		{"get run", func() error { _, err := c.GetRun(ctx, "r/1"); return err }, http.MethodGet, "/v1/runs/r%2F1", "", ""},
@@ -70,7 +70,7 @@ func TestClient_Endpoints_methodAndPath(t *testing.T) {
 		{"list instances", func() error { _, err := c.ListInstances(ctx, ""); return err }, http.MethodGet, "/v1/instances", "", ""},
 		{"drain instance", func() error { _, err := c.ControlInstance(ctx, "i1", OpDrain); return err }, http.MethodPost, "/v1/instances/i1/drain", "", ""},
 		{"put tenant", func() error {
-			_, err := c.PutTenant(ctx, api.Tenant{TenantID: "acme", IsolationMode: "hybrid"})
+			_, err := c.PutTenant(ctx, httpapi.Tenant{TenantID: "acme", IsolationMode: "hybrid"})
 			return err
 		}, http.MethodPut, "/v1/tenants/acme", "", `"isolation_mode":"hybrid"`},
 		{"get tenant", func() error { _, err := c.GetTenant(ctx, "acme"); return err }, http.MethodGet, "/v1/tenants/acme", "", ""},

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dairuntime/dair/internal/api"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -125,7 +125,7 @@ func (c *Client) events(ctx context.Context, runID, lastEventID string, fn Event
 // It blocks until the run is final, ctx ends, fn returns an error (returned as is), the
 // server refuses the stream or the run (*Error, e.g. 404), or followMaxRetries reconnects
 // in a row bring no event (ErrStreamEnded, or the last transport error).
-func (c *Client) Follow(ctx context.Context, runID string, fn EventFunc) (*api.Run, error) {
+func (c *Client) Follow(ctx context.Context, runID string, fn EventFunc) (*httpapi.Run, error) {
 	var (
 		last    int64
 		retries int

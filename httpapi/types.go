@@ -1,16 +1,9 @@
-package api
+package httpapi
 
 import (
 	"encoding/json"
-	"sort"
 	"time"
-
-	"github.com/dairuntime/dair/messages"
 )
-
-// The JSON views below are the wire format of the HTTP API (CONTRACT.md, "HTTP API"). Field
-// names are a contract: clients such as the dair CLI decode into these same types. Times are
-// RFC 3339 UTC; input, output and ledger data are raw JSON.
 
 // SubmitRequest is the body of POST /v1/runs. With auth on, TenantID may be empty (the token's
 // tenant is used) and must otherwise equal the token's tenant.
@@ -243,131 +236,6 @@ type Health struct {
 	Status string `json:"status"`
 }
 
-// unixTime converts unix nanos to a UTC time; 0 is the zero time.
-func unixTime(ns int64) time.Time {
-	if ns == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, ns).UTC()
-}
-
-// optTime converts unix nanos to a UTC time, nil for 0.
-func optTime(ns int64) *time.Time {
-	if ns == 0 {
-		return nil
-	}
-	t := time.Unix(0, ns).UTC()
-	return &t
-}
-
-// rawJSON returns b as raw JSON: nil when empty, a JSON string when b is not valid JSON.
-func rawJSON(b []byte) json.RawMessage {
-	if len(b) == 0 {
-		return nil
-	}
-	if json.Valid(b) {
-		return json.RawMessage(append([]byte(nil), b...))
-	}
-	s, err := json.Marshal(string(b))
-	if err != nil {
-		return nil
-	}
-	return s
-}
-
-// RunFromMessage converts a shared run and its step states (either may be nil steps) to the
-// JSON view. Steps are sorted by id.
-func RunFromMessage(r *messages.SharedRun, steps []*messages.StepState) Run {
-	out := Run{
-		SharedRunID: r.GetSharedRunId(), TenantID: r.GetTenantId(), TenantGroupID: r.GetTenantGroupId(),
-		Pipeline: r.GetPipeline(), PipelineHash: r.GetPipelineHash(), Status: r.GetStatus(),
-		AssignedRuntimeInstanceID: r.GetAssignedRuntimeInstanceId(), PumpRuntimeInstanceID: r.GetPumpRuntimeInstanceId(),
-		ExecutionID: r.GetExecutionId(), LocalRunID: r.GetLocalRunId(), Attempts: r.GetAttempts(),
-		FailureReason: r.GetFailureReason(), Input: rawJSON(r.GetInput()), Output: rawJSON(r.GetOutput()),
-		CreatedAt: unixTime(r.GetCreatedAt()), UpdatedAt: unixTime(r.GetUpdatedAt()),
-		CorrelationID: r.GetCorrelationId(), IdempotencyKey: r.GetIdempotencyKey(), SessionID: r.GetSessionId(),
-		Steps: make([]Step, 0, len(steps)),
-	}
-	for _, s := range steps {
-		out.Steps = append(out.Steps, StepFromMessage(s))
-	}
-	sort.Slice(out.Steps, func(i, j int) bool { return out.Steps[i].ID < out.Steps[j].ID })
-	return out
-}
-
-// StepFromMessage converts a step state to the JSON view.
-func StepFromMessage(s *messages.StepState) Step {
-	return Step{
-		ID: s.GetStepId(), Status: s.GetStatus(), Attempts: s.GetAttempts(),
-		StartedAt: optTime(s.GetStartedAt()), FinishedAt: optTime(s.GetFinishedAt()),
-		Output: rawJSON(s.GetOutput()), Error: s.GetError(),
-	}
-}
-
-// InstanceFromMessage converts a capacity descriptor to the JSON view.
-func InstanceFromMessage(d *messages.CapacityDescriptor) Instance {
-	md := d.GetMetadata()
-	if md == nil {
-		md = map[string]string{}
-	}
-	return Instance{
-		RuntimeInstanceID: d.GetRuntimeInstanceId(), ControlPlaneID: d.GetControlPlaneId(), HostID: d.GetHostId(),
-		ProviderName: d.GetProviderName(), TransportName: d.GetTransportName(), Endpoint: d.GetEndpoint(),
-		Status: d.GetStatus(), WorkerCount: d.GetWorkerCount(), ActiveWorkerCount: d.GetActiveWorkerCount(),
-		AvailableWorkerCount: d.GetAvailableWorkerCount(), MaxLocalWorkersPerExecution: d.GetMaxLocalWorkersPerExecution(),
-		QueuedRunCount: d.GetQueuedRunCount(), RunningRunCount: d.GetRunningRunCount(), ActiveRunCount: d.GetActiveRunCount(),
-		QueueCapacity: d.GetQueueCapacity(), MaxConcurrentRuns: d.GetMaxConcurrentRuns(),
-		AvailableRunSlots: d.GetAvailableRunSlots(), IsQueuePaused: d.GetIsQueuePaused(), IsDraining: d.GetIsDraining(),
-		CanAcceptRun: d.GetCanAcceptRun(), TenantID: d.GetTenantId(), TenantGroupID: d.GetTenantGroupId(),
-		IsolationMode: d.GetIsolationMode(), PreferDedicatedCapacity: d.GetPreferDedicatedCapacity(),
-		AllowSharedFallback: d.GetAllowSharedFallback(), RuntimeInstanceIDPrefix: d.GetRuntimeInstanceIdPrefix(),
-		LastHeartbeatAt: unixTime(d.GetLastHeartbeatAt()), Metadata: md, NodeID: d.GetNodeId(),
-	}
-}
-
-// TenantFromMessage converts tenant settings to the JSON view.
-func TenantFromMessage(t *messages.TenantSettings) Tenant {
-	return Tenant{
-		TenantID: t.GetTenantId(), TenantGroupID: t.GetTenantGroupId(), IsolationMode: t.GetIsolationMode(),
-		PreferDedicatedCapacity: t.GetPreferDedicatedCapacity(), AllowSharedFallback: t.GetAllowSharedFallback(),
-		RuntimeInstanceIDPrefix: t.GetRuntimeInstanceIdPrefix(), MaxRuntimeInstances: t.GetMaxRuntimeInstances(),
-		WorkerCountPerInstance: t.GetWorkerCountPerInstance(), MaxConcurrentRunsPerInstance: t.GetMaxConcurrentRunsPerInstance(),
-		LocalQueueCapacity: t.GetLocalQueueCapacity(), MaxLocalWorkersPerExecution: t.GetMaxLocalWorkersPerExecution(),
-		Suspended: t.GetSuspended(),
-	}
-}
-
-// ToMessage converts the JSON view to tenant settings.
-func (t Tenant) ToMessage() *messages.TenantSettings {
-	return &messages.TenantSettings{
-		TenantId: t.TenantID, TenantGroupId: t.TenantGroupID, IsolationMode: t.IsolationMode,
-		PreferDedicatedCapacity: t.PreferDedicatedCapacity, AllowSharedFallback: t.AllowSharedFallback,
-		RuntimeInstanceIdPrefix: t.RuntimeInstanceIDPrefix, MaxRuntimeInstances: t.MaxRuntimeInstances,
-		WorkerCountPerInstance: t.WorkerCountPerInstance, MaxConcurrentRunsPerInstance: t.MaxConcurrentRunsPerInstance,
-		LocalQueueCapacity: t.LocalQueueCapacity, MaxLocalWorkersPerExecution: t.MaxLocalWorkersPerExecution,
-		Suspended: t.Suspended,
-	}
-}
-
-// LedgerEntryFromMessage converts a ledger entry to the JSON view.
-func LedgerEntryFromMessage(e *messages.LedgerEntry) LedgerEntry {
-	return LedgerEntry{
-		Seq: e.GetSeq(), At: unixTime(e.GetAt()), Kind: e.GetKind(), SharedRunID: e.GetSharedRunId(),
-		TenantID: e.GetTenantId(), ExecutionID: e.GetExecutionId(), RuntimeInstanceID: e.GetRuntimeInstanceId(),
-		StepID: e.GetStepId(), Attempt: e.GetAttempt(), Epoch: e.GetEpoch(), Reason: e.GetReason(),
-		Data: rawJSON(e.GetData()),
-	}
-}
-
-// PipelineFromMessage converts a stored pipeline version; withSource includes the document.
-func PipelineFromMessage(p *messages.PipelineVersion, withSource bool) Pipeline {
-	out := Pipeline{Key: p.GetKey(), Hash: p.GetHash(), CreatedAt: unixTime(p.GetCreatedAt())}
-	if withSource {
-		out.Source = string(p.GetSource())
-	}
-	return out
-}
-
 // UsageEvent is one metering event in GET /v1/tenants/{id}/usage: kind "run" (one per finished
 // run) or "step" (one per finished step, with its duration, attempts and LLM tokens).
 type UsageEvent struct {
@@ -395,19 +263,6 @@ type UsageTotals struct {
 	CompletionTokens int64 `json:"completion_tokens"`
 }
 
-func (t *UsageTotals) add(ev UsageEvent) {
-	switch ev.Kind {
-	case "run":
-		t.Runs++
-	case "step":
-		t.Steps++
-	}
-	t.DurationMS += ev.DurationMS
-	t.Attempts += int64(ev.Attempts)
-	t.PromptTokens += ev.PromptTokens
-	t.CompletionTokens += ev.CompletionTokens
-}
-
 // UsageReport is the answer of GET /v1/tenants/{id}/usage. From and To echo the query (null
 // when unbounded).
 type UsageReport struct {
@@ -418,9 +273,20 @@ type UsageReport struct {
 	Totals   UsageTotals  `json:"totals"`
 }
 
-// UsageEventFromMessage converts a stored usage event.
-func UsageEventFromMessage(e *messages.UsageEvent) UsageEvent {
-	return UsageEvent{Kind: e.Kind, TenantID: e.TenantId, SharedRunID: e.SharedRunId, ExecutionID: e.ExecutionId,
-		StepID: e.StepId, Handler: e.Handler, DurationMS: time.Duration(e.DurationNs).Milliseconds(), Attempts: e.Attempts,
-		PromptTokens: e.PromptTokens, CompletionTokens: e.CompletionTokens, At: unixTime(e.At)}
+// ClusterMember is one alive cluster member as seen by the answering node (GET
+// /v1/cluster/members). ID is the member (actor system) id, which changes whenever the node
+// restarts its actor system; NodeID is the stable logical node id; Address is the actor remote
+// host:port.
+type ClusterMember struct {
+	ID      string   `json:"id"`
+	NodeID  string   `json:"node_id"`
+	Address string   `json:"address"`
+	Roles   []string `json:"roles"`
+}
+
+// MemberList is the answer of GET /v1/cluster/members. Self is the answering node's member
+// id.
+type MemberList struct {
+	Self    string          `json:"self"`
+	Members []ClusterMember `json:"members"`
 }
