@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/api"
 	"github.com/dairuntime/dair/internal/auth"
 	"github.com/dairuntime/dair/testkit"
@@ -87,15 +88,15 @@ func (f *testNode) call(method, path, token, body string, want int, out any) {
 // submit submits a run and returns its id.
 func (f *testNode) submit(token, body string) string {
 	f.t.Helper()
-	var sr api.SubmitResponse
+	var sr httpapi.SubmitResponse
 	f.call("POST", "/v1/runs", token, body, http.StatusAccepted, &sr)
 	return sr.SharedRunID
 }
 
 // waitFinal polls the run until it is final and returns it.
-func (f *testNode) waitFinal(token, id string) api.Run {
+func (f *testNode) waitFinal(token, id string) httpapi.Run {
 	f.t.Helper()
-	var run api.Run
+	var run httpapi.Run
 	testkit.Eventually(f.t, 20*time.Second, 20*time.Millisecond, func() bool {
 		f.call("GET", "/v1/runs/"+id, token, "", http.StatusOK, &run)
 		return run.Status == "succeeded" || run.Status == "failed" || run.Status == "cancelled"
