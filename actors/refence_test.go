@@ -15,6 +15,18 @@ import (
 const napSteps = `key: naps
 steps:
   - id: a
+    uses: sleep
+    with: {duration: 300ms}
+  - id: b
+    uses: sleep
+    needs: [a]
+    with: {duration: 300ms}
+`
+
+// countedNaps is napSteps with the test's counting handler (300 ms per call) in place of sleep.
+const countedNaps = `key: counted-naps
+steps:
+  - id: a
     uses: nap
   - id: b
     uses: nap
@@ -35,10 +47,10 @@ func TestNode_wronglyRecoveredRunComesBackToItsInstance(t *testing.T) {
 			n := testkit.StartNode(t, testkit.NodeOptions{Backend: b, Config: actors.Config{Handlers: registryWith(t, "nap", c)}})
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			_, err := n.PutPipeline(ctx, []byte(napSteps))
+			_, err := n.PutPipeline(ctx, []byte(countedNaps))
 			require.NoError(t, err)
 			snap := &messages.ExecutionContextSnapshot{TenantId: "acme", Source: "test"}
-			run, err := n.Submit(ctx, actors.SubmitRequest{Pipeline: "naps", Snapshot: snap})
+			run, err := n.Submit(ctx, actors.SubmitRequest{Pipeline: "counted-naps", Snapshot: snap})
 			require.NoError(t, err)
 			st := n.Store()
 			var running *messages.SharedRun
