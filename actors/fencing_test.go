@@ -27,13 +27,14 @@ type fenceMark struct {
 	calls         map[string]int
 }
 
-// markFence records the state of execID right after its activation at epoch was fenced.
-// calls returns a copy of the handler calls per step id.
+// markFence records the state of execID right after its activation at epoch was fenced: its
+// step records and ledger length, then (so that a step committed at the mark was called
+// before) the handler calls, from calls, which returns a copy of the calls per step id.
 func markFence(t *testing.T, n *actors.Node, runID, execID string, epoch int64, calls func() map[string]int) *fenceMark {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	m := &fenceMark{runID: runID, execID: execID, epoch: epoch, steps: map[string]*messages.StepState{}, calls: calls()}
+	m := &fenceMark{runID: runID, execID: execID, epoch: epoch, steps: map[string]*messages.StepState{}}
 	_, steps, err := n.Store().GetExecution(ctx, execID)
 	require.NoError(t, err)
 	for _, st := range steps {
@@ -42,6 +43,8 @@ func markFence(t *testing.T, n *actors.Node, runID, execID string, epoch int64, 
 	_, entries, err := n.Ledger(ctx, runID, 0)
 	require.NoError(t, err)
 	m.ledger = len(entries)
+	// The calls last: every step committed at the mark has been called by now.
+	m.calls = calls()
 	return m
 }
 

@@ -309,9 +309,9 @@ func heldBy(t *testing.T, ctx context.Context, st store.Store, ids []string, ins
 	return held
 }
 
-// mark records h's step records, ledger length and handler calls (calls is keyed
-// "<execution>/<step>").
-func (h *heldExecution) mark(t *testing.T, ctx context.Context, st store.Store, calls map[string]int) {
+// mark records h's step records and ledger length. Read the handler calls (markCalls) after
+// marking every execution: a step committed at the mark has then been called already.
+func (h *heldExecution) mark(t *testing.T, ctx context.Context, st store.Store) {
 	t.Helper()
 	_, steps, err := st.GetExecution(ctx, h.execID)
 	require.NoError(t, err)
@@ -322,6 +322,10 @@ func (h *heldExecution) mark(t *testing.T, ctx context.Context, st store.Store, 
 	led, err := st.ReadLedger(ctx, h.runID, 0, 0)
 	require.NoError(t, err)
 	h.ledger = len(led)
+}
+
+// markCalls records h's handler calls; calls is keyed "<execution>/<step>".
+func (h *heldExecution) markCalls(calls map[string]int) {
 	h.calls = map[string]int{}
 	for i := 1; i <= 20; i++ {
 		id := fmt.Sprintf("s%02d", i)
@@ -351,10 +355,17 @@ func (h *heldExecution) requireNothingAdded(t *testing.T, ctx context.Context, s
 	for _, e := range led {
 		assert.NotEqual(t, h.epoch, e.Epoch, "run %s: the fenced activation (epoch %d) appended %s of step %q after the fence", h.runID, h.epoch, e.Kind, e.StepId)
 	}
+	final := map[string]*messages.StepState{}
+	for _, s := range steps {
+		final[s.StepId] = s
+	}
+	var chain []string // for the failure message: step status@epoch at the mark → at the end, calls
 	inFlight := ""
 	for i := 1; i <= 20; i++ {
 		id := fmt.Sprintf("s%02d", i)
 		extra := calls[h.execID+"/"+id] - h.calls[id]
+		chain = append(chain, fmt.Sprintf("%s %s@%d→%s@%d calls %d+%d", id, h.steps[id].GetStatus(), h.steps[id].GetEpoch(),
+			final[id].GetStatus(), final[id].GetEpoch(), h.calls[id], extra))
 		allowed := 0
 		if s := h.steps[id]; s.GetStatus() != messages.StepSucceeded {
 			allowed++ // the new owner
@@ -367,7 +378,7 @@ func (h *heldExecution) requireNothingAdded(t *testing.T, ctx context.Context, s
 			h.runID, id, extra, id == inFlight, h.steps[id])
 	}
 	if t.Failed() {
-		t.FailNow()
+		t.Fatalf("run %s, execution %s, fenced activation at epoch %d: %s", h.runID, h.execID, h.epoch, strings.Join(chain, "; "))
 	}
 }
 
@@ -433,9 +444,12 @@ func TestCluster_pausedNodeIsFencedAndRejoins(t *testing.T) {
 		}
 		return true
 	}, "recovery fenced the paused node's executions")
+	for _, h := range held {
+		h.mark(t, ctx, st)
+	}
 	calls := bc.calls.snapshot()
 	for _, h := range held {
-		h.mark(t, ctx, st, calls)
+		h.markCalls(calls)
 	}
 	victim.Cont()
 	done := waitAll(t, ctx, c, ids, 2*time.Minute)
