@@ -7,7 +7,7 @@ FUZZTIME  ?= 10s
 PROTOC_GEN_GO_VERSION ?= v1.36.12
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: help build test bench proto demo fuzz lint clean
+.PHONY: help build test mutate bench proto demo fuzz lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -18,6 +18,9 @@ build: ## build the binary into bin/dair
 test: ## run every test with the race detector, then the example module's (examples/testkit-module)
 	$(GO) test -race -count=1 -timeout 14m $(PKG)
 	cd examples/testkit-module && $(GO) test -race -count=1 ./...
+
+mutate: ## check that the tests outside internal/store catch deliberate fencing and exactly-once faults
+	$(GO) run ./internal/tools/mutate
 
 bench: ## run the Go benchmarks (about 5 minutes on 2 cores) and print their standard lines
 	$(GO) test -run '^$$' -bench 'BenchmarkRawLuaCommit|BenchmarkCommitSteps' -benchtime 20000x -timeout 5m ./internal/store/redisstore ./internal/store/boltstore

@@ -12,7 +12,10 @@ import (
 )
 
 // startRemotePair starts two in-process nodes with real protoactor remotes on loopback, B
-// serving pongName and a counter actor, and waits until A sees B. Not for -race (see startPeer).
+// serving pongName and a counter actor, and waits until A sees B. Not for -race (see
+// startPeer): the tests cover Ping/Pong over a real remote with the peer in another process
+// (TestMembership_Remote_pingPongAcrossNodes), which runs under -race; this pair serves
+// BenchmarkClusterMessages only.
 func startRemotePair(tb testing.TB) (a, b *testNode) {
 	tb.Helper()
 	a = startNodeCfg(tb, Config{NodeID: "node-a"}, false)
@@ -22,21 +25,6 @@ func startRemotePair(tb testing.TB) (a, b *testNode) {
 		tb.Fatalf("spawn pong: %v", err)
 	}
 	return a, b
-}
-
-func TestMembership_Remote_pingPongInProcess(t *testing.T) {
-	if raceEnabled {
-		t.Skip("two in-process protoactor remotes race on grpc's global logger; covered by TestMembership_Remote_pingPongAcrossNodes")
-	}
-	a, b := startRemotePair(t)
-	pid := actor.NewPID(b.m.Self().Address, pongName)
-	res, err := a.sys.Root.RequestFuture(pid, &messages.Ping{Seq: 9}, 5*time.Second).Result()
-	if err != nil {
-		t.Fatalf("request: %v", err)
-	}
-	if pong, ok := res.(*messages.Pong); !ok || pong.Seq != 9 {
-		t.Fatalf("reply = %v, want Pong{Seq: 9}", res)
-	}
 }
 
 // BenchmarkClusterMessages measures *messages.Ping between two in-process actor systems

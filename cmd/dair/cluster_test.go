@@ -7,10 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/dairuntime/dair/client"
 	"github.com/dairuntime/dair/httpapi"
+	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/internal/store/redisstore"
 	"github.com/dairuntime/dair/internal/tenancy"
 	"github.com/dairuntime/dair/messages"
@@ -239,47 +242,175 @@ func waitAll(t *testing.T, ctx context.Context, c *client.Client, ids []string, 
 	return done
 }
 
+// busy is a busy 3-node process cluster (see busyCluster).
+type busy struct {
+	pc     *testkit.ProcessCluster
+	redis  *testkit.Redis
+	calls  *countingServer // the http steps' server: counts handler calls per "<execution>/<step>"
+	c      *client.Client  // a client of node 0
+	ids    []string        // the runs
+	victim *testkit.ProcessNode
+}
+
 // busyCluster starts a 3-node process cluster, submits 30 runs of a 20-step http pipeline
-// (steps take stepDelay) for the dedicated tenant acme, and waits until at least 10 run; it
-// returns the cluster, a client of node 0, the run ids and the node holding the most runs.
-func busyCluster(t *testing.T, ctx context.Context, stepDelay time.Duration) (*testkit.ProcessCluster, *client.Client, []string, *testkit.ProcessNode) {
+// (steps take stepDelay) for the dedicated tenant acme, and waits until at least 10 run; the
+// victim is the node holding the most runs.
+func busyCluster(t *testing.T, ctx context.Context, stepDelay time.Duration) *busy {
 	t.Helper()
 	testkit.RequireRedis(t)
-	r := testkit.StartRedis(t, testkit.RedisOptions{})
-	cs := newCountingServer(t, stepDelay)
-	pc := startCluster(t, r, 3)
-	c := pc.Node(0).Client()
-	_, err := c.PutTenant(ctx, acmeTenant())
+	b := &busy{redis: testkit.StartRedis(t, testkit.RedisOptions{}), calls: newCountingServer(t, stepDelay)}
+	b.pc = startCluster(t, b.redis, 3)
+	b.c = b.pc.Node(0).Client()
+	_, err := b.c.PutTenant(ctx, acmeTenant())
 	require.NoError(t, err)
-	_, err = c.PutPipeline(ctx, "crashy", []byte(httpChain(cs.URL, 20)))
+	_, err = b.c.PutPipeline(ctx, "crashy", []byte(httpChain(b.calls.URL, 20)))
 	require.NoError(t, err)
-	var ids []string
 	for i := 0; i < 30; i++ {
-		s, err := c.Submit(ctx, httpapi.SubmitRequest{Pipeline: "crashy", TenantID: "acme"})
+		s, err := b.c.Submit(ctx, httpapi.SubmitRequest{Pipeline: "crashy", TenantID: "acme"})
 		require.NoError(t, err)
-		ids = append(ids, s.SharedRunID)
+		b.ids = append(b.ids, s.SharedRunID)
 	}
-	var victim *testkit.ProcessNode
 	testkit.Eventually(t, 60*time.Second, 50*time.Millisecond, func() bool {
-		b, total := busiest(ctx, c, pc.Nodes())
-		victim = b
+		v, total := busiest(ctx, b.c, b.pc.Nodes())
+		b.victim = v
 		return total >= 10
 	}, "cluster busy")
-	return pc, c, ids, victim
+	return b
+}
+
+// heldExecution is an execution of a paused node as it stood once the survivors had fenced it:
+// the paused activation's epoch, its step records, its run's ledger length and the handler
+// calls of each of its steps.
+type heldExecution struct {
+	runID, execID string
+	epoch         int64
+	steps         map[string]*messages.StepState
+	ledger        int
+	calls         map[string]int // by step id
+}
+
+// heldBy returns the live executions whose runtime instance is in instances, at their current
+// epoch. Call it while the node holding them is frozen.
+func heldBy(t *testing.T, ctx context.Context, st store.Store, ids []string, instances map[string]bool) []*heldExecution {
+	t.Helper()
+	var held []*heldExecution
+	for _, id := range ids {
+		run, err := st.GetRun(ctx, id)
+		require.NoError(t, err)
+		if run.ExecutionId == "" {
+			continue
+		}
+		x, _, err := st.GetExecution(ctx, run.ExecutionId)
+		require.NoError(t, err)
+		if instances[x.RuntimeInstanceId] && !messages.IsTerminalRun(x.Status) {
+			held = append(held, &heldExecution{runID: id, execID: x.ExecutionId, epoch: x.Epoch})
+		}
+	}
+	return held
+}
+
+// mark records h's step records and ledger length. Read the handler calls (markCalls) after
+// marking every execution: a step committed at the mark has then been called already.
+func (h *heldExecution) mark(t *testing.T, ctx context.Context, st store.Store) {
+	t.Helper()
+	_, steps, err := st.GetExecution(ctx, h.execID)
+	require.NoError(t, err)
+	h.steps = map[string]*messages.StepState{}
+	for _, s := range steps {
+		h.steps[s.StepId] = s
+	}
+	led, err := st.ReadLedger(ctx, h.runID, 0, 0)
+	require.NoError(t, err)
+	h.ledger = len(led)
+}
+
+// markCalls records h's handler calls; calls is keyed "<execution>/<step>".
+func (h *heldExecution) markCalls(calls map[string]int) {
+	h.calls = map[string]int{}
+	for i := 1; i <= 20; i++ {
+		id := fmt.Sprintf("s%02d", i)
+		h.calls[id] = calls[h.execID+"/"+id]
+	}
+}
+
+// requireNothingAdded reports every step record, ledger entry (both carry the writer's epoch)
+// and handler call that the fenced activation added after the mark, then fails. Of the 20-step
+// chain, a step not succeeded at the mark may be called once by the activation that replaced
+// it, and the step the fenced activation was at (the first it had not committed) once more: its
+// attempt in flight at the fence, whose commit must be refused. That step may have been
+// committed by the new owner before the mark.
+func (h *heldExecution) requireNothingAdded(t *testing.T, ctx context.Context, st store.Store, calls map[string]int) {
+	t.Helper()
+	_, steps, err := st.GetExecution(ctx, h.execID)
+	require.NoError(t, err)
+	for _, s := range steps {
+		if s.Epoch == h.epoch {
+			before, ok := h.steps[s.StepId]
+			assert.True(t, ok && proto.Equal(before, s), "run %s: the fenced activation (epoch %d) wrote step %s after the fence: %v (at the fence: %v)",
+				h.runID, h.epoch, s.StepId, s, before)
+		}
+	}
+	led, err := st.ReadLedger(ctx, h.runID, int64(h.ledger), 0)
+	require.NoError(t, err)
+	for _, e := range led {
+		assert.NotEqual(t, h.epoch, e.Epoch, "run %s: the fenced activation (epoch %d) appended %s of step %q after the fence", h.runID, h.epoch, e.Kind, e.StepId)
+	}
+	final := map[string]*messages.StepState{}
+	for _, s := range steps {
+		final[s.StepId] = s
+	}
+	var chain []string // for the failure message: step status@epoch at the mark → at the end, calls
+	inFlight := ""
+	for i := 1; i <= 20; i++ {
+		id := fmt.Sprintf("s%02d", i)
+		extra := calls[h.execID+"/"+id] - h.calls[id]
+		chain = append(chain, fmt.Sprintf("%s %s@%d→%s@%d calls %d+%d", id, h.steps[id].GetStatus(), h.steps[id].GetEpoch(),
+			final[id].GetStatus(), final[id].GetEpoch(), h.calls[id], extra))
+		allowed := 0
+		if s := h.steps[id]; s.GetStatus() != messages.StepSucceeded {
+			allowed++ // the new owner
+		}
+		if inFlight == "" && !(h.steps[id].GetStatus() == messages.StepSucceeded && h.steps[id].GetEpoch() <= h.epoch) {
+			inFlight = id
+			allowed++ // the fenced activation's attempt in flight
+		}
+		assert.LessOrEqual(t, extra, allowed, "run %s: step %s was called %d times after the fence (in flight at the fence: %v; record at the fence: %v)",
+			h.runID, id, extra, id == inFlight, h.steps[id])
+	}
+	if t.Failed() {
+		t.Fatalf("run %s, execution %s, fenced activation at epoch %d: %s", h.runID, h.execID, h.epoch, strings.Join(chain, "; "))
+	}
 }
 
 // TestCluster_pausedNodeIsFencedAndRejoins: a node SIGSTOPped past the failure timeout and then
-// resumed cannot commit (its epochs are stale), stops its stale executions, restarts under a
-// new member id; the runs still finish exactly once.
+// resumed cannot commit: once the survivors have fenced its executions (bumped their epochs),
+// it adds no step record, no ledger entry and no handler call to them (beyond the attempt in
+// flight at the fence, whose commit is refused); it stops its stale executions and restarts
+// under a new member id; the runs still finish exactly once.
 func TestCluster_pausedNodeIsFencedAndRejoins(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process cluster test")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	pc, c, ids, victim := busyCluster(t, ctx, 40*time.Millisecond)
+	bc := busyCluster(t, ctx, 40*time.Millisecond)
+	pc, c, ids, victim := bc.pc, bc.c, bc.ids, bc.victim
 	nodes := pc.Nodes()
+	list, err := c.ListInstances(ctx, "")
+	require.NoError(t, err)
+	onVictim := map[string]bool{}
+	for _, in := range list.Instances {
+		if in.HostID == victim.ID() {
+			onVictim[in.RuntimeInstanceID] = true
+		}
+	}
+	st, err := redisstore.Open(ctx, redisstore.Options{URL: bc.redis.URL()})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, st.Close()) }()
+
 	victim.Stop()
+	held := heldBy(t, ctx, st, ids, onVictim)
+	require.NotEmpty(t, held, "the paused node held no execution")
 	c = pc.Reachable()[0].Client()
 	// The survivors declare it dead: its instances leave the registry.
 	testkit.Eventually(t, 30*time.Second, 50*time.Millisecond, func() bool {
@@ -303,6 +434,23 @@ func TestCluster_pausedNodeIsFencedAndRejoins(t *testing.T) {
 		}
 		return false
 	}, "membership declared the paused node lost")
+	// Recovery fences every execution it held; mark each while the node is still frozen.
+	testkit.Eventually(t, 30*time.Second, 50*time.Millisecond, func() bool {
+		for _, h := range held {
+			x, _, err := st.GetExecution(ctx, h.execID)
+			if err != nil || x.Epoch == h.epoch {
+				return false
+			}
+		}
+		return true
+	}, "recovery fenced the paused node's executions")
+	for _, h := range held {
+		h.mark(t, ctx, st)
+	}
+	calls := bc.calls.snapshot()
+	for _, h := range held {
+		h.markCalls(calls)
+	}
 	victim.Cont()
 	done := waitAll(t, ctx, c, ids, 2*time.Minute)
 	for _, id := range ids {
@@ -329,6 +477,12 @@ func TestCluster_pausedNodeIsFencedAndRejoins(t *testing.T) {
 		return victim.Client().Ready(ctx) == nil
 	}, "restarted node ready")
 	pc.WaitTopology(3)
+	// Its old activations are gone with the restart: nothing of theirs can land after this.
+	calls = bc.calls.snapshot()
+	for _, h := range held {
+		h.requireNothingAdded(t, ctx, st, calls)
+	}
+	t.Logf("paused %s holding %d executions; none added anything after its fence", victim.ID(), len(held))
 }
 
 // TestCluster_killedNodeRejoinsAndGetsWork: a node killed and restarted on the same address
@@ -389,7 +543,8 @@ func TestCluster_partitionedNodeRunsMoveAndItRejoins(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	pc, c, ids, victim := busyCluster(t, ctx, 200*time.Millisecond)
+	bc := busyCluster(t, ctx, 200*time.Millisecond)
+	pc, c, ids, victim := bc.pc, bc.c, bc.ids, bc.victim
 	memberBefore, err := victim.MemberID(ctx)
 	require.NoError(t, err)
 	// Which runs the victim holds now: they must move.

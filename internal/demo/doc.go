@@ -7,8 +7,11 @@
 //
 //  1. submits runs for each tenant and follows their ledgers step by step;
 //  2. shows where each run was placed and why (admission reason, scale-out request);
-//  3. crashes the node while sleep chains are running, starts a new node on the same data and
-//     shows the runs resume with the same execution ids;
+//  3. simulates a crash while sleep chains are running (closes the store under the running
+//     node, then stops the node in process), starts a new node on the same data and shows the
+//     runs resume with the same execution ids and that no step committed before the crash
+//     runs again (its step record is unchanged and its handler, counted by the demo, is not
+//     called);
 //  4. replays one finished execution and prints the report;
 //  5. prints a summary table.
 //

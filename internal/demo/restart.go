@@ -5,12 +5,17 @@ import (
 	"fmt"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/dairuntime/dair/messages"
 )
 
-// crashAndRestart runs two sleep chains, crashes the node mid-way, starts a new node on the
-// same store and follows the chains to the end. It returns an error wrapping ErrNoResume when
-// a chain did not finish under the execution id it had before the crash.
+// crashAndRestart runs two sleep chains, simulates a crash mid-way (closes the store under the
+// running node, then stops the node in-process), starts a new node on the same store and
+// follows the chains to the end. It returns an error wrapping ErrNoResume when a chain did not
+// finish under the execution id it had before the crash, or when a step it had committed
+// before the crash ran again (a handler call counted by the demo) or had its step record
+// replaced.
 func (d *demo) crashAndRestart(ctx context.Context) error {
 	d.p.section("4. Crash and restart mid-run")
 	d.p.printf("two %d-step sleep chains (%s per step); the node crashes once each has %d steps committed\n\n",
@@ -39,6 +44,7 @@ func (d *demo) crashAndRestart(ctx context.Context) error {
 	type before struct {
 		status, execID string
 		steps          int
+		committed      []*messages.StepState // succeeded step records at the crash
 	}
 	was := map[string]before{}
 	for _, t := range chains {
@@ -50,10 +56,24 @@ func (d *demo) crashAndRestart(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("demo: get steps of %s: %w", t.id, err)
 		}
-		was[t.id] = before{status: run.Status, execID: run.ExecutionId, steps: countSucceeded(steps)}
+		b := before{status: run.Status, execID: run.ExecutionId, steps: countSucceeded(steps)}
+		for _, st := range steps {
+			if st.Status == messages.StepSucceeded {
+				b.committed = append(b.committed, st)
+			}
+		}
+		was[t.id] = b
+	}
+	// Read after the records: every committed step had been called by now, so any later call
+	// of one is a re-run.
+	callsAtCrash := map[string]int{}
+	for _, b := range was {
+		for _, st := range b.committed {
+			callsAtCrash[b.execID+"/"+st.StepId] = d.calls.count(b.execID, st.StepId)
+		}
 	}
 
-	d.p.printf("\n%s\n", d.p.bold("CRASH: the store is cut off from the node (nothing more is persisted), then the node is torn down"))
+	d.p.printf("\n%s\n", d.p.bold("CRASH (simulated in process): the store is closed under the running node (nothing more is persisted), then the node is stopped"))
 	incarnation := d.node.Incarnation()
 	if err := d.st.Close(); err != nil {
 		return fmt.Errorf("demo: cut the store off: %w", err)
@@ -83,7 +103,7 @@ func (d *demo) crashAndRestart(ctx context.Context) error {
 	d.p.printf("\n")
 	var bad []string
 	tw = d.p.table()
-	d.p.row(tw, "  RUN", "TENANT", "EXECUTION BEFORE", "EXECUTION AFTER", "SAME", "RECOVERY IN LEDGER", "STATUS")
+	d.p.row(tw, "  RUN", "TENANT", "EXECUTION BEFORE", "EXECUTION AFTER", "SAME", "RECOVERY IN LEDGER", "COMMITTED STEPS RE-RUN", "STATUS")
 	for _, t := range chains {
 		run, err := d.node.GetRun(ctx, t.id)
 		if err != nil {
@@ -94,17 +114,36 @@ func (d *demo) crashAndRestart(ctx context.Context) error {
 		for _, id := range t.execIDs {
 			same = same && id == b.execID
 		}
-		ok := same && t.recovered && !messages.IsTerminalRun(b.status)
+		steps, err := d.node.RunSteps(ctx, run)
+		if err != nil {
+			return fmt.Errorf("demo: get steps of %s: %w", t.id, err)
+		}
+		now := map[string]*messages.StepState{}
+		for _, st := range steps {
+			now[st.StepId] = st
+		}
+		var rerun []string
+		for _, st := range b.committed {
+			if !proto.Equal(st, now[st.StepId]) || d.calls.count(b.execID, st.StepId) != callsAtCrash[b.execID+"/"+st.StepId] {
+				rerun = append(rerun, st.StepId)
+			}
+		}
+		ok := same && t.recovered && !messages.IsTerminalRun(b.status) && len(b.committed) > 0 && len(rerun) == 0
 		if !ok {
 			bad = append(bad, short(t.id, 12))
 		}
-		d.p.row(tw, "  "+short(t.id, 12), t.tenant, b.execID, run.ExecutionId, yesNo(same), yesNo(t.recovered), run.Status)
+		reran := fmt.Sprintf("%d of %d", len(rerun), len(b.committed))
+		if len(rerun) > 0 {
+			reran += " (" + strings.Join(rerun, " ") + ")"
+		}
+		d.p.row(tw, "  "+short(t.id, 12), t.tenant, b.execID, run.ExecutionId, yesNo(same), yesNo(t.recovered), reran, run.Status)
 	}
 	d.p.flush(tw)
 	if len(bad) > 0 {
 		return fmt.Errorf("%w: %s", ErrNoResume, strings.Join(bad, ", "))
 	}
-	d.p.printf("every interrupted run resumed from its committed steps with the same execution id\n")
+	d.p.printf("every interrupted run resumed from its committed steps with the same execution id\n" +
+		"(no step committed before the crash ran again: its record is unchanged and its handler was not called)\n")
 	return nil
 }
 

@@ -19,7 +19,8 @@ var (
 	ErrNotFound = errors.New("store: not found")
 	// ErrStaleEpoch is returned by fenced writes whose epoch is not the execution's current epoch.
 	ErrStaleEpoch = errors.New("store: stale epoch")
-	// ErrAlreadyCommitted is returned by CommitStep when the step already succeeded.
+	// ErrAlreadyCommitted is returned by CommitSteps for a write (of any status) to a step that
+	// has already succeeded: a succeeded step is final.
 	ErrAlreadyCommitted = errors.New("store: step already committed")
 	// ErrExists is returned by Create* methods when the id is taken.
 	ErrExists = errors.New("store: already exists")
@@ -175,8 +176,9 @@ type Executions interface {
 	// current epoch with fenced=false: a recovery working from an old view of the run cannot
 	// fence the activation that replaced it.
 	FenceExecution(ctx context.Context, id, owner, fromInstance string) (epoch int64, fenced bool, err error)
-	// CommitSteps writes each commit if its epoch equals the execution's epoch and, for a
-	// succeeded step, the step has not already succeeded. errs[i] is nil, ErrStaleEpoch,
+	// CommitSteps writes each commit if its epoch equals the execution's epoch and the step has
+	// not already succeeded (a succeeded step is never overwritten, whatever the status of the
+	// new write; the epoch is checked first). errs[i] is nil, ErrStaleEpoch,
 	// ErrAlreadyCommitted or ErrNotFound for commits[i]; err is a transport failure. Backends
 	// pipeline or batch the commits.
 	CommitSteps(ctx context.Context, commits []StepCommit) (errs []error, err error)

@@ -204,15 +204,13 @@ func commitStep(tx *bolt.Tx, now int64, c store.StepCommit) (res, err error) {
 			c.Epoch, x.GetEpoch(), store.ErrStaleEpoch), nil
 	}
 	k := key(c.ExecutionID, stepID)
-	if c.Step.GetStatus() == messages.StepSucceeded {
-		prev := &messages.StepState{}
-		ok, err := get(tx, bSteps, k, prev)
-		if err != nil {
-			return nil, err
-		}
-		if ok && prev.GetStatus() == messages.StepSucceeded {
-			return fmt.Errorf("boltstore: commit %s/%s: %w", c.ExecutionID, stepID, store.ErrAlreadyCommitted), nil
-		}
+	prev := &messages.StepState{}
+	ok, err = get(tx, bSteps, k, prev)
+	if err != nil {
+		return nil, err
+	}
+	if ok && prev.GetStatus() == messages.StepSucceeded {
+		return fmt.Errorf("boltstore: commit %s/%s: %w", c.ExecutionID, stepID, store.ErrAlreadyCommitted), nil
 	}
 	st := proto.Clone(c.Step).(*messages.StepState)
 	st.Epoch = c.Epoch

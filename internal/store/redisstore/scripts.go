@@ -245,8 +245,8 @@ const (
 	commitDone     = -3
 )
 
-// scriptCommit is the fenced step commit: epoch check, already-succeeded check, step write and
-// ledger appends, all or nothing.
+// scriptCommit is the fenced step commit: epoch check, already-succeeded check (no write of any
+// status over a succeeded step), step write and ledger appends, all or nothing.
 // KEYS[1] execution hash, KEYS[2] step pb hash, KEYS[3] step status hash. ARGV[1] epoch,
 // ARGV[2] step id, ARGV[3] step pb, ARGV[4] step status, ARGV[5] ledger key prefix,
 // then pairs (run id, empty for the execution's run; entry pb).
@@ -255,7 +255,7 @@ var scriptCommit = redis.NewScript(`
 local cur = redis.call('HMGET', KEYS[1], 'epoch', 'run')
 if not cur[1] then return -1 end
 if cur[1] ~= ARGV[1] then return -2 end
-if ARGV[4] == 'succeeded' and redis.call('HGET', KEYS[3], ARGV[2]) == 'succeeded' then return -3 end
+if redis.call('HGET', KEYS[3], ARGV[2]) == 'succeeded' then return -3 end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
 redis.call('HSET', KEYS[3], ARGV[2], ARGV[4])
 for i = 6, #ARGV, 2 do

@@ -18,6 +18,7 @@ var executionTests = []contractTest{
 	{"CommitSteps_storesSteps", testCommitStores},
 	{"CommitSteps_fencedAfterAcquire", testCommitFenced},
 	{"CommitSteps_doubleSuccess", testCommitDoubleSuccess},
+	{"CommitSteps_noWriteOverSuccess", testCommitNoWriteOverSuccess},
 	{"CommitSteps_mixedBatch", testCommitMixedBatch},
 	{"CommitSteps_concurrentLedger", testCommitConcurrentLedger},
 	{"UpdateExecution_fenced", testUpdateExecution},
@@ -191,6 +192,57 @@ func testCommitDoubleSuccess(t *testing.T, e *env) {
 	errs = commit(t, e, stepCommit("x1", 1, "b", messages.StepSucceeded), stepCommit("x1", 1, "b", messages.StepSucceeded))
 	noErr(t, errs[0])
 	isErr(t, errs[1], store.ErrAlreadyCommitted)
+}
+
+// testCommitNoWriteOverSuccess: once a step has succeeded, no write of any status replaces it
+// (a "running" write that overwrote it would let a second success through), in separate calls
+// and within one batch; nothing of a refused write lands, ledger included; a stale write over
+// a succeeded step is reported stale.
+func testCommitNoWriteOverSuccess(t *testing.T, e *env) {
+	createExecution(t, e, execution("x1", "r1", "i1"))
+	noErr(t, commit(t, e, stepCommit("x1", 1, "a", messages.StepSucceeded, entry("r1", messages.KindStepSucceeded)))[0])
+	for _, status := range []string{messages.StepRunning, messages.StepPending, messages.StepFailed, messages.StepSucceeded} {
+		w := stepCommit("x1", 1, "a", status, entry("r1", messages.KindStepStarted))
+		w.Step.Attempts, w.Step.Output = 2, []byte(`"overwritten"`)
+		isErr(t, commit(t, e, w)[0], store.ErrAlreadyCommitted)
+	}
+	// The bypass this guards against: a running write then a second success, in one batch.
+	errs := commit(t, e,
+		stepCommit("x1", 1, "a", messages.StepRunning, entry("r1", messages.KindStepStarted)),
+		stepCommit("x1", 1, "a", messages.StepSucceeded, entry("r1", messages.KindStepSucceeded)))
+	isErr(t, errs[0], store.ErrAlreadyCommitted)
+	isErr(t, errs[1], store.ErrAlreadyCommitted)
+	_, steps, err := e.st.GetExecution(e.ctx, "x1")
+	noErr(t, err)
+	equal(t, "steps", len(steps), 1)
+	equal(t, "status kept", steps[0].GetStatus(), messages.StepSucceeded)
+	equal(t, "attempts kept", steps[0].GetAttempts(), int32(1))
+	equal(t, "output kept", string(steps[0].GetOutput()), `{"ok":true}`)
+	equal(t, "ledger len", len(readLedger(t, e, "r1")), 1)
+
+	// In one batch: a success, then a running write of the same step, then another step.
+	errs = commit(t, e,
+		stepCommit("x1", 1, "b", messages.StepSucceeded, entry("r1", messages.KindStepSucceeded)),
+		stepCommit("x1", 1, "b", messages.StepRunning, entry("r1", messages.KindStepStarted)),
+		stepCommit("x1", 1, "c", messages.StepRunning, entry("r1", messages.KindStepStarted)))
+	noErr(t, errs[0])
+	isErr(t, errs[1], store.ErrAlreadyCommitted)
+	noErr(t, errs[2])
+	_, steps, err = e.st.GetExecution(e.ctx, "x1")
+	noErr(t, err)
+	equal(t, "b status", steps[1].GetStatus(), messages.StepSucceeded)
+	kinds := ids(readLedger(t, e, "r1"), (*messages.LedgerEntry).GetKind)
+	equalIDs(t, "ledger", kinds, []string{messages.KindStepSucceeded, messages.KindStepSucceeded, messages.KindStepStarted})
+
+	// Steps that have not succeeded stay writable.
+	noErr(t, commit(t, e, stepCommit("x1", 1, "c", messages.StepPending))[0])
+	noErr(t, commit(t, e, stepCommit("x1", 1, "c", messages.StepSucceeded))[0])
+
+	// The epoch is checked first: a fenced writer learns it is fenced.
+	ep, err := e.st.AcquireExecution(e.ctx, "x1", "n2", "i2")
+	noErr(t, err)
+	isErr(t, commit(t, e, stepCommit("x1", ep-1, "a", messages.StepRunning))[0], store.ErrStaleEpoch)
+	isErr(t, commit(t, e, stepCommit("x1", ep, "a", messages.StepRunning))[0], store.ErrAlreadyCommitted)
 }
 
 func testCommitMixedBatch(t *testing.T, e *env) {

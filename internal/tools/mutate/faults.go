@@ -1,0 +1,67 @@
+package main
+
+// fault is one deliberate bug: in file (relative to the module root), the exact text old,
+// which must occur exactly once, is replaced by new. When the code moves, re-anchor old.
+type fault struct {
+	name string
+	file string
+	old  string
+	new  string
+}
+
+// faults are the bugs that the tests outside internal/store must catch. Each breaks one
+// promise of "never commits a completed step twice".
+var faults = []fault{
+	{
+		name: "redis-commit-no-epoch-check",
+		file: "internal/store/redisstore/scripts.go",
+		old:  "if cur[1] ~= ARGV[1] then return -2 end\n",
+		new:  "",
+	},
+	{
+		name: "bolt-commit-no-epoch-check",
+		file: "internal/store/boltstore/executions.go",
+		old: `	if x.GetEpoch() != c.Epoch {
+		return fmt.Errorf("boltstore: commit %s/%s epoch %d (current %d): %w", c.ExecutionID, stepID,
+			c.Epoch, x.GetEpoch(), store.ErrStaleEpoch), nil
+	}
+`,
+		new: "",
+	},
+	{
+		// Only a second success is refused: a "running" write replaces a succeeded step, after
+		// which a second success is accepted.
+		name: "redis-write-over-succeeded-step",
+		file: "internal/store/redisstore/scripts.go",
+		old:  "if redis.call('HGET', KEYS[3], ARGV[2]) == 'succeeded' then return -3 end",
+		new:  "if ARGV[4] == 'succeeded' and redis.call('HGET', KEYS[3], ARGV[2]) == 'succeeded' then return -3 end",
+	},
+	{
+		name: "bolt-write-over-succeeded-step",
+		file: "internal/store/boltstore/executions.go",
+		old:  "if ok && prev.GetStatus() == messages.StepSucceeded {",
+		new:  "if ok && prev.GetStatus() == messages.StepSucceeded && c.Step.GetStatus() == messages.StepSucceeded {",
+	},
+	{
+		// Rehydration plans the restart as if no step had committed.
+		name: "rehydration-ignores-committed-steps",
+		file: "actors/execution.go",
+		old:  "plan := x.pipe.g.Resume(states, x.maxAttempts)",
+		new:  "plan := x.pipe.g.Resume(map[string]*messages.StepState{}, x.maxAttempts)",
+	},
+}
+
+// testRun is one `go test` invocation of the suite: a package and a -run pattern.
+type testRun struct {
+	pkg string
+	run string
+}
+
+// suite is what each mutant is tested with, in order; the first run that fails catches the
+// mutant (the later runs are skipped unless -all). Nothing from internal/store is run.
+var suite = []testRun{
+	{pkg: "./actors/", run: "^(TestExecution_staleEpochStopsExecution|TestNode_wronglyRecoveredRunComesBackToItsInstance|" +
+		"TestExecution_rehydrationMissingCommittedStepsCommitsNothingTwice|TestExecution_injectedPanicRestartsAndRehydrates)$"},
+	{pkg: "./internal/demo/", run: "^TestRun_Run_scenario$"},
+	{pkg: "./cmd/dair/", run: "^(TestCrash_sigkillMidRunResumesExactlyOnce|TestCluster_pausedNodeIsFencedAndRejoins)$"},
+}
