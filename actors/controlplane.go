@@ -7,10 +7,11 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 )
 
-// Supervisor strategies of the top of the tree: one-for-one, restart a child up to 10 times a
-// minute. The node actor's children (host, control plane) and the control plane's children
-// keep no state that is not in the store (the pump's claims time out and come back; scale-out
-// requests and recovery are re-read), so a restart loses nothing.
+// Supervisor strategies of the top of the tree: one-for-one, restart up to 10 times a minute
+// (nodeSupervisor is also the guardian's strategy for the node actor itself). The node actor's
+// children (host, control plane) and the control plane's children keep no state that is not in
+// the store (the pump's claims time out and come back; scale-out requests and recovery are
+// re-read), so a restart loses nothing.
 var (
 	nodeSupervisor         = actor.NewOneForOneStrategy(10, time.Minute, actor.DefaultDecider)
 	controlPlaneSupervisor = actor.NewOneForOneStrategy(10, time.Minute, actor.DefaultDecider)

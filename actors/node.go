@@ -63,7 +63,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n := &Node{env: newEnv(cfg, sys), ownSystem: own}
 	if err := n.wire(); err != nil {
-		n.abort()
+		n.abort(ctx)
 		return nil, err
 	}
 	if cfg.has(RoleControlPlane) {
@@ -76,7 +76,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		}
 	}
 	if err := n.spawnTree(ctx); err != nil {
-		n.abort()
+		n.abort(ctx)
 		return nil, err
 	}
 	for _, spec := range cfg.Instances {
@@ -84,7 +84,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			if serr := sys.Root.StopFuture(n.root).Wait(); serr != nil {
 				n.env.log.Warn("stop node actor", zap.Error(serr))
 			}
-			n.abort()
+			n.abort(ctx)
 			return nil, err
 		}
 	}
@@ -157,7 +157,7 @@ func (n *Node) spawnTree(ctx context.Context) error {
 			default: // a restart: the PIDs stay the same
 			}
 		}}
-	}, actor.WithGuardian(nodeSupervisor))
+	}, actor.WithGuardian(nodeSupervisor), actor.WithSupervisor(nodeSupervisor))
 	root, err := e.system.Root.SpawnNamed(props, "node-"+e.nodeID)
 	if err != nil {
 		return fmt.Errorf("spawn node actor: %w", err)
@@ -211,8 +211,8 @@ func (n *Node) stop(ctx context.Context) error {
 }
 
 // abort undoes a Start that failed after newEnv.
-func (n *Node) abort() {
-	if err := n.stopGroup(context.Background()); err != nil {
+func (n *Node) abort(ctx context.Context) {
+	if err := n.stopGroup(ctx); err != nil {
 		n.env.log.Warn("stop after a failed start", zap.Error(err))
 	}
 	if n.ownSystem {
