@@ -65,9 +65,9 @@ func (in *instance) Receive(c actor.Context) {
 		in.start(c)
 	case *actor.Stopping:
 		in.stopping = true
-		in.stopTick()
+		in.endTicks()
 	case *actor.Restarting:
-		in.stopTick()
+		in.endTicks()
 	case *actor.Stopped:
 		in.env.dir.remove(in.spec.ID, c.Self())
 		in.env.pub.remove(in.spec.ID)
@@ -102,6 +102,12 @@ func (in *instance) Receive(c actor.Context) {
 			c.Send(r.pid, &InjectPanic{})
 		}
 		c.Respond(r != nil)
+	}
+}
+
+func (in *instance) endTicks() {
+	if in.stopTick != nil {
+		in.stopTick()
 	}
 }
 
