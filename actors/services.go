@@ -78,8 +78,14 @@ func newPlane(e *env, reg *providers.Registry) (*plane, error) {
 	dcfg := controlplane.DispatcherConfig{Batch: cfg.PumpBatch, Parallelism: cfg.PumpParallelism, QueueVisibility: cfg.QueueVisibility,
 		ReservationTTL: cfg.ReservationTTL, HeartbeatTTL: cfg.HeartbeatTTL, Router: reg, Ledger: e.history, Tenants: pl.tenants,
 		Scaler: pl.scaler, Circuits: pl.circuits, Pipelines: e.pipelines, Metrics: e.metrics.Metrics, Log: e.log, Now: e.now}
-	if cfg.Cluster != nil {
-		dcfg.Members = cfg.Cluster
+	if m := cfg.Cluster; m != nil {
+		dcfg.Members = func() []string {
+			var ids []string
+			for _, mb := range m.Members() {
+				ids = append(ids, mb.ID)
+			}
+			return ids
+		}
 	}
 	if pl.dispatcher, err = controlplane.NewDispatcher(e.st, dcfg); err != nil {
 		return nil, err

@@ -114,7 +114,7 @@ func (n *Node) watchCrashes(ctx context.Context) (<-chan cluster.Member, func())
 func (n *Node) memberLost(ctx context.Context, m cluster.Member) {
 	ctx, cancel := context.WithTimeout(ctx, memberLostTimeout)
 	defer cancel()
-	n.plane.recoverer.MemberLost(ctx, m, n.env.cfg.has(RoleControlPlane))
+	n.plane.recoverer.MemberLost(ctx, m.ID, m.NodeID, n.env.cfg.has(RoleControlPlane))
 }
 
 // declaredDead stops every runtime instance of this node (their executions stop; the runs

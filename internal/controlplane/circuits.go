@@ -6,7 +6,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/dairuntime/dair/cluster"
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -78,13 +77,13 @@ func (c *Circuits) Overlay(insts []*messages.CapacityDescriptor, now time.Time) 
 }
 
 // MemberOverlay returns insts with every instance published by an actor system that is not
-// one of members marked unhealthy (a copy; insts is not modified). Such a descriptor is the
+// one of the live members (actor system ids) marked unhealthy (a copy; insts is not modified). Such a descriptor is the
 // last word of a member the cluster lost, possibly re-published by it before it learned it was
 // declared dead: it must neither receive runs nor count as the tenant's capacity.
-func MemberOverlay(insts []*messages.CapacityDescriptor, members []cluster.Member) []*messages.CapacityDescriptor {
+func MemberOverlay(insts []*messages.CapacityDescriptor, members []string) []*messages.CapacityDescriptor {
 	live := make(map[string]bool, len(members))
-	for _, mb := range members {
-		live[mb.ID] = true
+	for _, id := range members {
+		live[id] = true
 	}
 	return markUnhealthy(insts, func(d *messages.CapacityDescriptor) bool { return d.NodeId != "" && !live[d.NodeId] })
 }

@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dairuntime/dair/cluster"
 	"github.com/dairuntime/dair/internal/controlplane"
 	"github.com/dairuntime/dair/messages"
 )
@@ -81,7 +80,7 @@ func TestCircuits_Overlay_marksOpenInstancesUnhealthyWithoutMutating(t *testing.
 }
 
 func TestMemberOverlay(t *testing.T) {
-	members := []cluster.Member{{ID: "m1", NodeID: "n1"}, {ID: "m2", NodeID: "n2"}}
+	members := []string{"m1", "m2"} // live member ids; their node ids are n1 and n2
 	tests := []struct {
 		name      string
 		nodeID    string

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dairuntime/dair/cluster"
 	"github.com/dairuntime/dair/messages"
 	"github.com/dairuntime/dair/providers"
 )
@@ -68,11 +67,6 @@ type ScaleOutRouter interface {
 // implements it. Control blocks until the provider answers and never returns nil.
 type ControlRouter interface {
 	Control(ctx context.Context, d *messages.CapacityDescriptor, req *messages.ControlRequest) *messages.ProviderResult
-}
-
-// Members is the cluster's live member set; *cluster.Membership implements it.
-type Members interface {
-	Members() []cluster.Member
 }
 
 // PipelineWidths tells the widest level of a pipeline version (how many steps may run at

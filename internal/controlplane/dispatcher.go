@@ -70,8 +70,9 @@ type DispatcherConfig struct {
 	Scaler *Scaler
 	// Circuits is the dispatch breaker (shared with the reconciler). Default: a new one.
 	Circuits *Circuits
-	// Members, when set, marks instances of departed cluster members unhealthy. Optional.
-	Members Members
+	// Members, when set, returns the ids (actor system ids) of the live cluster members:
+	// instances published by any other member are marked unhealthy. Optional.
+	Members func() []string
 	// Pipelines gives the width sent with a dispatch (MaxParallelism). Optional.
 	Pipelines PipelineWidths
 	// Metrics, Log and Now default to none, no logging and time.Now.
@@ -220,7 +221,7 @@ func (d *Dispatcher) DispatchRun(ctx context.Context, runID, pumpID string, inst
 	}
 	insts = d.cfg.Circuits.Overlay(insts, d.cfg.Now())
 	if d.cfg.Members != nil {
-		insts = MemberOverlay(insts, d.cfg.Members.Members())
+		insts = MemberOverlay(insts, d.cfg.Members())
 	}
 	reserved := make(map[string]int)
 	for _, x := range tenancy.FilterVisible(insts, snap.TenantId, snap.TenantGroupId, t) {

@@ -8,7 +8,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/dairuntime/dair/cluster"
 	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/messages"
 )
@@ -343,22 +342,23 @@ func (r *Recoverer) ReleasePumpClaims(ctx context.Context, nodeID string) (int, 
 	return r.st.ReleaseClaimsOf(ctx, PumpID(nodeID))
 }
 
-// MemberLost declares a lost member dead, takes over its recovery lease and queue claims, and
-// (round: on a control-plane node) runs a recovery round at once.
-func (r *Recoverer) MemberLost(ctx context.Context, m cluster.Member, round bool) {
-	log := r.cfg.Log.With(zap.String("member", m.ID), zap.String("node", m.NodeID))
+// MemberLost declares a lost member (its actor system id, and the node id it ran as) dead,
+// takes over its recovery lease and queue claims, and (round: on a control-plane node) runs a
+// recovery round at once.
+func (r *Recoverer) MemberLost(ctx context.Context, member, nodeID string, round bool) {
+	log := r.cfg.Log.With(zap.String("member", member), zap.String("node", nodeID))
 	log.Warn("cluster member lost")
-	if err := r.DeclareDead(ctx, m.ID); err != nil {
+	if err := r.DeclareDead(ctx, member); err != nil {
 		log.Warn("declare member dead", zap.Error(err))
 		return
 	}
-	if err := r.st.ReleaseLease(ctx, "recovery", m.ID); err != nil {
+	if err := r.st.ReleaseLease(ctx, "recovery", member); err != nil {
 		log.Warn("release lost member's recovery lease", zap.Error(err))
 	}
 	// Its pump's queue claims come back now rather than after their visibility timeout (30 s
 	// by default). A node restarted under the same node id releases them itself on start.
-	if m.NodeID != "" && m.NodeID != r.cfg.NodeID {
-		if k, err := r.ReleasePumpClaims(ctx, m.NodeID); err != nil {
+	if nodeID != "" && nodeID != r.cfg.NodeID {
+		if k, err := r.ReleasePumpClaims(ctx, nodeID); err != nil {
 			log.Warn("release lost member's queue claims", zap.Error(err))
 		} else if k > 0 {
 			log.Info("released lost member's queue claims", zap.Int("items", k))

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dairuntime/dair/cluster"
 	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/messages"
 )
@@ -140,7 +139,7 @@ func TestRecoverer_MemberLost_tombstonesTheMember(t *testing.T) {
 	_, err := st.Claim(ctx, "pump-n2", 10, time.Minute)
 	require.NoError(t, err)
 
-	p.recoverer.MemberLost(ctx, cluster.Member{ID: "m2", NodeID: "n2"}, false)
+	p.recoverer.MemberLost(ctx, "m2", "n2", false)
 	_, err = st.GetInstance(ctx, "i1")
 	require.ErrorIs(t, err, store.ErrNotFound)
 	err = st.PutInstance(ctx, d, time.Minute)
