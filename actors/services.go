@@ -7,7 +7,20 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/dairuntime/dair/internal/controlplane"
+	"github.com/dairuntime/dair/internal/ledger"
+	"github.com/dairuntime/dair/internal/workgroup"
 	"github.com/dairuntime/dair/providers"
+)
+
+// The node's pieces satisfy the services' consumer interfaces.
+var (
+	_ controlplane.Ledger         = (*ledger.Writer)(nil)
+	_ controlplane.PipelineWidths = (*pipelineCache)(nil)
+	_ controlplane.DispatchRouter = (*providers.Registry)(nil)
+	_ controlplane.ScaleOutRouter = (*providers.Registry)(nil)
+	_ controlplane.ControlRouter  = (*providers.Registry)(nil)
+	_ controlplane.Group          = (*workgroup.Group)(nil)
+	_ ledger.Notifier             = (*Hub)(nil)
 )
 
 // scaleOutLeaseTTL is how long the owner of a scale-out request holds it without renewal.
