@@ -97,6 +97,14 @@ type Config struct {
 	Lifecycle lifecycle.Config
 }
 
+// Validate reports a configuration Start would refuse (no store, an unknown role or submit
+// mode, invalid lifecycle timings).
+func (c Config) Validate() error {
+	_, err := c.withDefaults()
+	return err
+}
+
+// withDefaults returns c with every zero field set to its default, or why c is invalid.
 func (c Config) withDefaults() (Config, error) {
 	if c.Store == nil {
 		return c, errors.New("actors: config: Store is required")
