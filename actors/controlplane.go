@@ -7,81 +7,31 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 )
 
-// controlPlane is the parent of the control-plane singletons of a node: the shared-queue pump,
-// the scale-out supervisor, the tenant supervisor (tenantscope.go) and the recovery coordinator.
-//
-// Supervisor strategy: one-for-one, restart each child up to 10 times a minute. The children
-// keep no state that is not in the store (the pump's claims time out and come back; scale-out
-// requests and recovery are re-read), so a restart loses nothing.
-type controlPlane struct {
-	core      *core
-	lifecycle *tenantLifecycle
-	// pids of the children, published to the node once they exist.
-	onStarted func(pump, scaleOut *actor.PID)
-}
+// Supervisor strategies of the top of the tree: one-for-one, restart up to 10 times a minute
+// (nodeSupervisor is also the guardian's strategy for the node actor itself). The node actor's
+// children (host, control plane) and the control plane's children keep no state that is not in
+// the store (the pump's claims time out and come back; scale-out requests and recovery are
+// re-read), so a restart loses nothing.
+var (
+	nodeSupervisor         = actor.NewOneForOneStrategy(10, time.Minute, actor.DefaultDecider)
+	controlPlaneSupervisor = actor.NewOneForOneStrategy(10, time.Minute, actor.DefaultDecider)
+)
 
-// pumpIDOf is the PumpRuntimeInstanceId (and queue claim owner) of a node's pump.
-func pumpIDOf(nodeID string) string { return "pump-" + nodeID }
-
-var controlPlaneSupervisor = actor.NewOneForOneStrategy(10, time.Minute, actor.DefaultDecider)
-
-func (cp *controlPlane) Receive(c actor.Context) {
-	switch c.Message().(type) {
-	case *actor.Started:
-		pumpPID, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-			return &pump{core: cp.core, id: pumpIDOf(cp.core.env.nodeID)}
-		}), "pump")
-		if err != nil {
-			cp.core.env.log.Error("spawn pump: " + err.Error())
-		}
-		soPID, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-			return &scaleOutSupervisor{core: cp.core}
-		}, actor.WithSupervisor(scaleOutRequestSupervisor)), "scaleout")
-		if err != nil {
-			cp.core.env.log.Error("spawn scale-out supervisor: " + err.Error())
-		}
-		if pid, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-			return &tenantSupervisor{lc: cp.lifecycle}
-		}, actor.WithSupervisor(tenantScopeSupervisor)), "tenants"); err != nil {
-			cp.core.env.log.Error("spawn tenant supervisor: " + err.Error())
-		} else {
-			cp.lifecycle.setSupervisor(pid)
-		}
-		if _, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-			return &recoveryCoordinator{core: cp.core}
-		}), "recovery"); err != nil {
-			cp.core.env.log.Error("spawn recovery coordinator: " + err.Error())
-		}
-		if _, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-			return &healthReconciler{core: cp.core}
-		}), "health"); err != nil {
-			cp.core.env.log.Error("spawn health reconciler: " + err.Error())
-		}
-		if cp.onStarted != nil {
-			cp.onStarted(pumpPID, soPID)
-		}
-	}
-}
-
-// nodeActor is the root of a node's supervision tree: control plane (role control-plane) and
-// runtime host (role runtime).
-//
-// Supervisor strategy: one-for-one, restart each subtree up to 10 times a minute.
+// nodeActor is the root of a node's supervision tree: runtime host (role runtime) and control
+// plane (role control-plane). Its Started returns once the control plane's children exist, so
+// that Start returns with the pump, the scale-out supervisor and the tenant scopes reachable.
 type nodeActor struct {
-	env          *env
-	core         *core
-	lifecycle    *tenantLifecycle
-	controlPlane bool
-	runtime      bool
-	onStarted    func(host, pump, scaleOut *actor.PID)
+	env       *env
+	plane     *plane
+	onStarted func(host *actor.PID)
 }
 
 func (n *nodeActor) Receive(c actor.Context) {
 	if _, ok := c.Message().(*actor.Started); !ok {
 		return
 	}
-	var host, pumpPID, soPID *actor.PID
-	if n.runtime {
+	var host *actor.PID
+	if n.env.cfg.has(RoleRuntime) {
 		var err error
 		host, err = c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &runtimeHost{env: n.env} },
 			actor.WithSupervisor(instanceSupervisor)), "host")
@@ -89,19 +39,63 @@ func (n *nodeActor) Receive(c actor.Context) {
 			n.env.log.Error("spawn runtime host: " + err.Error())
 		}
 	}
-	if n.controlPlane {
+	if n.env.cfg.has(RoleControlPlane) {
 		done := make(chan struct{})
 		var once sync.Once
-		started := func(p, s *actor.PID) { once.Do(func() { pumpPID, soPID = p, s; close(done) }) }
+		started := func() { once.Do(func() { close(done) }) }
 		if _, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-			return &controlPlane{core: n.core, lifecycle: n.lifecycle, onStarted: started}
+			return &controlPlane{env: n.env, plane: n.plane, onStarted: started}
 		}, actor.WithSupervisor(controlPlaneSupervisor)), "controlplane"); err != nil {
 			n.env.log.Error("spawn control plane: " + err.Error())
-			once.Do(func() { close(done) })
+			started()
 		}
 		<-done
 	}
 	if n.onStarted != nil {
-		n.onStarted(host, pumpPID, soPID)
+		n.onStarted(host)
 	}
+}
+
+// controlPlane is the parent of the control-plane actors of a node: the shared-queue pump, the
+// scale-out supervisor, the tenant supervisor, the recovery coordinator and the health
+// reconciler. It publishes the PIDs the services wake (pump, scale-out supervisor, tenant
+// supervisor) once its children exist.
+type controlPlane struct {
+	env       *env
+	plane     *plane
+	onStarted func()
+}
+
+func (cp *controlPlane) Receive(c actor.Context) {
+	if _, ok := c.Message().(*actor.Started); !ok {
+		return
+	}
+	e, pl := cp.env, cp.plane
+	pump := cp.spawn(c, "pump", func() actor.Actor { return &pump{env: e, dispatcher: pl.dispatcher, id: pl.pumpID} }, nil)
+	scaleOut := cp.spawn(c, "scaleout", func() actor.Actor { return &scaleOutSupervisor{env: e, scaler: pl.scaler} },
+		scaleOutRequestSupervisor)
+	if pid := cp.spawn(c, "tenants", func() actor.Actor { return &tenantSupervisor{env: e, plane: pl} }, tenantScopeSupervisor); pid != nil {
+		pl.scopes.set(pid)
+	}
+	cp.spawn(c, "recovery", func() actor.Actor { return &recoveryCoordinator{env: e, recoverer: pl.recoverer} }, nil)
+	cp.spawn(c, "health", func() actor.Actor { return &healthReconciler{env: e, reconciler: pl.reconciler} }, nil)
+	pl.pids.set(pump, scaleOut)
+	if cp.onStarted != nil {
+		cp.onStarted()
+	}
+}
+
+// spawn starts a child under name, which supervises its own children with strategy (nil: the
+// default). A failure is logged and returns nil.
+func (cp *controlPlane) spawn(c actor.Context, name string, produce actor.Producer, strategy actor.SupervisorStrategy) *actor.PID {
+	var opts []actor.PropsOption
+	if strategy != nil {
+		opts = append(opts, actor.WithSupervisor(strategy))
+	}
+	pid, err := c.SpawnNamed(actor.PropsFromProducer(produce, opts...), name)
+	if err != nil {
+		cp.env.log.Error("spawn " + name + ": " + err.Error())
+		return nil
+	}
+	return pid
 }

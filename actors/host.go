@@ -11,7 +11,8 @@ import (
 )
 
 // runtimeHost is the parent of a node's runtime instances (role runtime). It creates instances
-// on request (scale-out through the local provider, or configured at start).
+// on request: scale-out through the local provider (createInstance), through the cluster's
+// "actor" provider from another node (messages.CreateInstanceRequest), or configured at start.
 type runtimeHost struct{ env *env }
 
 // Supervisor strategy of the host for its instances: restart a crashed instance (it
@@ -25,11 +26,7 @@ type createInstanceResult struct{ err error }
 func (h *runtimeHost) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *createInstance:
-		if _, ok := h.env.dir.Lookup(m.spec.ID); ok {
-			c.Respond(&createInstanceResult{})
-			return
-		}
-		_, err := c.SpawnNamed(newInstanceProps(h.env, m.spec), m.spec.ID)
+		err := h.spawn(c, m.spec)
 		if err != nil {
 			err = fmt.Errorf("spawn instance %s: %w", m.spec.ID, err)
 		}
@@ -37,30 +34,40 @@ func (h *runtimeHost) Receive(c actor.Context) {
 	case *messages.CreateInstanceRequest:
 		res := &messages.ProviderResult{Provider: ActorProviderName, RuntimeInstanceId: m.RuntimeInstanceId, Op: "create-instance", Ok: true,
 			TenantId: m.GetSettings().GetTenantId()}
-		if _, ok := h.env.dir.Lookup(m.RuntimeInstanceId); !ok {
-			if _, err := c.SpawnNamed(newInstanceProps(h.env, InstanceSpec{ID: m.RuntimeInstanceId, Settings: m.Settings,
-				ScaleOutRequestID: m.ScaleOutRequestId}), m.RuntimeInstanceId); err != nil {
-				res.Ok, res.Reason, res.Retryable = false, "spawn-failed: "+err.Error(), true
-			}
+		if err := h.spawn(c, InstanceSpec{ID: m.RuntimeInstanceId, Settings: m.Settings, ScaleOutRequestID: m.ScaleOutRequestId}); err != nil {
+			res.Ok, res.Reason, res.Retryable = false, "spawn-failed: "+err.Error(), true
 		}
 		c.Respond(res)
 	}
 }
 
+// spawn starts instance spec unless it runs here already.
+func (h *runtimeHost) spawn(c actor.Context, spec InstanceSpec) error {
+	if _, ok := h.env.dir.Lookup(spec.ID); ok {
+		return nil
+	}
+	_, err := c.SpawnNamed(newInstanceProps(h.env, spec), spec.ID)
+	return err
+}
+
 // hostHandle implements providers/local.Host for the node's runtime host actor.
 type hostHandle struct {
 	env *env
-	pid *actor.PID
+	pid func() *actor.PID // the host actor (nil until the tree has started)
 }
 
 // CreateInstance asks the runtime host to start instance id for settings. It blocks until the
 // actor exists; the instance registers itself in the store asynchronously.
 func (h *hostHandle) CreateInstance(ctx context.Context, id string, settings *messages.TenantSettings, scaleOutRequestID string) error {
+	pid := h.pid()
+	if pid == nil {
+		return fmt.Errorf("create instance %s: actors: no runtime host on this node", id)
+	}
 	timeout := 5 * time.Second
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 	}
-	res, err := h.env.system.Root.RequestFuture(h.pid, &createInstance{spec: InstanceSpec{ID: id, Settings: settings, ScaleOutRequestID: scaleOutRequestID}}, timeout).Result()
+	res, err := h.env.system.Root.RequestFuture(pid, &createInstance{spec: InstanceSpec{ID: id, Settings: settings, ScaleOutRequestID: scaleOutRequestID}}, timeout).Result()
 	if err != nil {
 		return fmt.Errorf("create instance %s: %w", id, err)
 	}

@@ -8,34 +8,43 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/dairuntime/dair/internal/metrics"
 	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/internal/workgroup"
 	"github.com/dairuntime/dair/messages"
 )
 
+// writeTimeout bounds one store write of the publisher and the usage writer, also the final
+// flush after the node's stop began.
+const writeTimeout = 5 * time.Second
+
+// publisherStore is what the publisher writes.
+type publisherStore interface {
+	store.Registry
+	RefreshReservations(ctx context.Context, instanceID string, runIDs []string, ttl time.Duration) error
+}
+
 // publisher writes the latest capacity descriptor of each local runtime instance to the
 // registry and refreshes the reservations its runs hold. Instances hand it state without
-// blocking (latest wins); one goroutine writes, at most every flushEvery per instance change
-// and at every heartbeat.
+// blocking (latest wins); one goroutine of the node's group writes, at most every flushEach
+// per instance change and at every heartbeat, and flushes once more when the group stops.
 type publisher struct {
-	st        store.Store
+	st        publisherStore
 	log       *zap.Logger
-	metrics   *Metrics
+	metrics   *metrics.Metrics
 	ttl       time.Duration
 	resTTL    time.Duration
 	flushEach time.Duration
-	// onDead, when set, is called (from the publisher's goroutine) when the registry refuses a
-	// descriptor because this incarnation was declared dead. Guarded by mu.
-	onDead func()
 	// self is this incarnation (CapacityDescriptor.NodeId of the instances it publishes).
 	self string
 
 	mu      sync.Mutex // guards pending, removed, onDead
 	pending map[string]pubState
 	removed map[string]bool
-	wake    chan struct{}
-
-	stop chan struct{}
-	done chan struct{}
+	// onDead, when set, is called (from the publisher's goroutine) when the registry refuses a
+	// descriptor because this incarnation was declared dead.
+	onDead func()
+	wake   chan struct{}
 }
 
 type pubState struct {
@@ -43,68 +52,77 @@ type pubState struct {
 	runs []string
 }
 
-// newPublisher starts the publisher's goroutine. metrics (nil-safe) receives each published
-// descriptor as the per-instance capacity gauges, and drops an instance's gauges on removal.
-func newPublisher(st store.Store, log *zap.Logger, metrics *Metrics, ttl, resTTL time.Duration, self string) *publisher {
-	p := &publisher{st: st, log: log, metrics: metrics, ttl: ttl, resTTL: resTTL, self: self, flushEach: 10 * time.Millisecond,
-		pending: map[string]pubState{}, removed: map[string]bool{}, wake: make(chan struct{}, 1),
-		stop: make(chan struct{}), done: make(chan struct{})}
-	go p.loop()
-	return p
+// newPublisher returns a publisher; start runs its loop. metrics (nil-safe) receives each
+// published descriptor as the per-instance capacity gauges, and drops an instance's gauges on
+// removal.
+func newPublisher(st publisherStore, log *zap.Logger, m *metrics.Metrics, ttl, resTTL time.Duration, self string) *publisher {
+	return &publisher{st: st, log: log, metrics: m, ttl: ttl, resTTL: resTTL, self: self, flushEach: 10 * time.Millisecond,
+		pending: map[string]pubState{}, removed: map[string]bool{}, wake: make(chan struct{}, 1)}
 }
 
+// start runs the publisher's loop in g.
+func (p *publisher) start(g *workgroup.Group) { g.Go(p.loop) }
+
+// setOnDead sets the callback of a refused descriptor (see onDead).
+func (p *publisher) setOnDead(fn func()) {
+	p.mu.Lock()
+	p.onDead = fn
+	p.mu.Unlock()
+}
+
+// put hands the latest state of an instance to the publisher. It does not block.
 func (p *publisher) put(d *messages.CapacityDescriptor, runs []string) {
 	p.mu.Lock()
 	p.pending[d.RuntimeInstanceId] = pubState{d: d, runs: runs}
 	delete(p.removed, d.RuntimeInstanceId)
 	p.mu.Unlock()
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
+	p.poke()
 }
 
+// remove unregisters an instance that stopped. It does not block.
 func (p *publisher) remove(id string) {
 	p.mu.Lock()
 	delete(p.pending, id)
 	p.removed[id] = true
 	p.mu.Unlock()
+	p.poke()
+}
+
+func (p *publisher) poke() {
 	select {
 	case p.wake <- struct{}{}:
 	default:
 	}
 }
 
-func (p *publisher) loop() {
-	defer close(p.done)
+func (p *publisher) loop(ctx context.Context) {
+	defer p.flush(ctx) // the last word of the stopped instances
 	for {
 		select {
 		case <-p.wake:
-		case <-p.stop:
-			p.flush()
+		case <-ctx.Done():
 			return
 		}
-		p.flush()
+		p.flush(ctx)
 		t := time.NewTimer(p.flushEach)
 		select {
 		case <-t.C:
-		case <-p.stop:
+		case <-ctx.Done():
 			t.Stop()
-			p.flush()
 			return
 		}
 	}
 }
 
-func (p *publisher) flush() {
+func (p *publisher) flush(ctx context.Context) {
 	p.mu.Lock()
 	pending, removed := p.pending, p.removed
 	p.pending, p.removed = map[string]pubState{}, map[string]bool{}
 	p.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
 	for id, s := range pending {
-		p.metrics.capacity(s.d)
+		p.metrics.Capacity(s.d)
 		if err := p.st.PutInstance(ctx, s.d, p.ttl); err != nil {
 			if errors.Is(err, store.ErrMemberDead) {
 				// The cluster declared this incarnation dead: the registry refuses it for good.
@@ -127,7 +145,7 @@ func (p *publisher) flush() {
 		}
 	}
 	for id := range removed {
-		p.metrics.dropInstance(id)
+		p.metrics.DropInstance(id)
 		// Instance ids are reused: once this incarnation's entry is gone (its member was
 		// declared dead), the id may already name another member's instance. Delete only ours.
 		if cur, err := p.st.GetInstance(ctx, id); err == nil && p.self != "" && cur.GetNodeId() != p.self {
@@ -148,90 +166,65 @@ func (p *publisher) retry(id string, s pubState) {
 	p.mu.Unlock()
 }
 
-func (p *publisher) close() {
-	select {
-	case <-p.stop:
-	default:
-		close(p.stop)
-	}
-	<-p.done
-}
-
-// usageWriter appends usage events in batches off the hot path.
+// usageWriter appends usage events in batches off the hot path, from one goroutine of the
+// node's group; what is buffered when the group stops is written before the loop returns.
 type usageWriter struct {
-	st   store.Store
-	log  *zap.Logger
-	in   chan *messages.UsageEvent
-	stop chan struct{}
-	done chan struct{}
+	st      store.Usage
+	log     *zap.Logger
+	in      chan *messages.UsageEvent
+	closing chan struct{} // closed when the loop stops taking events
 }
 
-func newUsageWriter(st store.Store, log *zap.Logger) *usageWriter {
-	u := &usageWriter{st: st, log: log, in: make(chan *messages.UsageEvent, 8192), stop: make(chan struct{}), done: make(chan struct{})}
-	go u.loop()
-	return u
+func newUsageWriter(st store.Usage, log *zap.Logger) *usageWriter {
+	return &usageWriter{st: st, log: log, in: make(chan *messages.UsageEvent, 8192), closing: make(chan struct{})}
 }
 
+// start runs the writer's loop in g.
+func (u *usageWriter) start(g *workgroup.Group) { g.Go(u.loop) }
+
+// add queues an event. It blocks only while the buffer is full; after the stop it drops ev.
 func (u *usageWriter) add(ev *messages.UsageEvent) {
 	select {
 	case u.in <- ev:
-	case <-u.stop:
+	case <-u.closing:
 	}
 }
 
-func (u *usageWriter) loop() {
-	defer close(u.done)
+func (u *usageWriter) loop(ctx context.Context) {
 	for {
 		var batch []*messages.UsageEvent
 		select {
 		case ev := <-u.in:
 			batch = append(batch, ev)
-		case <-u.stop:
-			u.drain()
+		case <-ctx.Done():
+			close(u.closing)
+			u.write(ctx, u.take(nil, len(u.in)))
 			return
 		}
-	fill:
-		for len(batch) < 512 {
-			select {
-			case ev := <-u.in:
-				batch = append(batch, ev)
-			default:
-				break fill
-			}
-		}
-		u.write(batch)
+		u.write(ctx, u.take(batch, 512))
 	}
 }
 
-func (u *usageWriter) drain() {
-	var batch []*messages.UsageEvent
-	for {
+// take appends to batch what is buffered, up to n events in all.
+func (u *usageWriter) take(batch []*messages.UsageEvent, n int) []*messages.UsageEvent {
+	for len(batch) < n {
 		select {
 		case ev := <-u.in:
 			batch = append(batch, ev)
 		default:
-			u.write(batch)
-			return
+			return batch
 		}
 	}
+	return batch
 }
 
-func (u *usageWriter) write(batch []*messages.UsageEvent) {
+func (u *usageWriter) write(ctx context.Context, batch []*messages.UsageEvent) {
 	if len(batch) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
 	if err := u.st.AppendUsage(ctx, batch...); err != nil {
 		u.log.Warn("append usage", zap.Int("events", len(batch)), zap.Error(err))
 	}
-}
-
-func (u *usageWriter) close() {
-	select {
-	case <-u.stop:
-	default:
-		close(u.stop)
-	}
-	<-u.done
 }

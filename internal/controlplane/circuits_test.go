@@ -1,14 +1,14 @@
-package actors
+package controlplane_test
 
 import (
 	"testing"
 	"time"
 
-	"github.com/dairuntime/dair/cluster"
+	"github.com/dairuntime/dair/internal/controlplane"
 	"github.com/dairuntime/dair/messages"
 )
 
-func TestCircuits_record_opensAfterConsecutiveRetryableFailures(t *testing.T) {
+func TestCircuits_Record_opensAfterConsecutiveRetryableFailures(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	fail := &messages.ProviderResult{Ok: false, Retryable: true, Reason: "dispatch-timeout"}
 	permanent := &messages.ProviderResult{Ok: false, Retryable: false, Reason: "tenant-not-visible"}
@@ -27,47 +27,47 @@ func TestCircuits_record_opensAfterConsecutiveRetryableFailures(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCircuits()
+			c := controlplane.NewCircuits()
 			for _, r := range tc.results {
-				c.record("i1", r, t0)
+				c.Record("i1", r, t0)
 			}
-			if got := c.isOpen("i1", t0); got != tc.wantOpen {
-				t.Fatalf("isOpen = %v, want %v", got, tc.wantOpen)
+			if got := c.IsOpen("i1", t0); got != tc.wantOpen {
+				t.Fatalf("IsOpen = %v, want %v", got, tc.wantOpen)
 			}
 		})
 	}
 }
 
-func TestCircuits_isOpen_halfOpensAfterCoolDown(t *testing.T) {
+func TestCircuits_IsOpen_halfOpensAfterCoolDown(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	c := newCircuits()
+	c := controlplane.NewCircuits()
 	fail := &messages.ProviderResult{Retryable: true}
-	for i := 0; i < circuitFailures; i++ {
-		c.record("i1", fail, t0)
+	for i := 0; i < controlplane.CircuitFailures; i++ {
+		c.Record("i1", fail, t0)
 	}
-	if !c.isOpen("i1", t0.Add(circuitOpenFor-time.Second)) {
+	if !c.IsOpen("i1", t0.Add(controlplane.CircuitOpenFor-time.Second)) {
 		t.Fatal("circuit closed before its cool-down")
 	}
-	if c.isOpen("i1", t0.Add(circuitOpenFor+time.Second)) {
+	if c.IsOpen("i1", t0.Add(controlplane.CircuitOpenFor+time.Second)) {
 		t.Fatal("circuit still open after its cool-down")
 	}
 	// Half-open: one more failure opens it again at once.
-	if !c.record("i1", fail, t0.Add(circuitOpenFor+2*time.Second)) {
+	if !c.Record("i1", fail, t0.Add(controlplane.CircuitOpenFor+2*time.Second)) {
 		t.Fatal("a failure while half-open did not reopen the circuit")
 	}
 }
 
-func TestCircuits_overlay_marksOpenInstancesUnhealthyWithoutMutating(t *testing.T) {
+func TestCircuits_Overlay_marksOpenInstancesUnhealthyWithoutMutating(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	c := newCircuits()
-	for i := 0; i < circuitFailures; i++ {
-		c.record("b", &messages.ProviderResult{Retryable: true}, t0)
+	c := controlplane.NewCircuits()
+	for i := 0; i < controlplane.CircuitFailures; i++ {
+		c.Record("b", &messages.ProviderResult{Retryable: true}, t0)
 	}
 	in := []*messages.CapacityDescriptor{
 		{RuntimeInstanceId: "a", Status: messages.InstanceReady, CanAcceptRun: true},
 		{RuntimeInstanceId: "b", Status: messages.InstanceReady, CanAcceptRun: true},
 	}
-	out := c.overlay(in, t0)
+	out := c.Overlay(in, t0)
 	if out[1].Status != messages.InstanceUnhealthy || out[1].CanAcceptRun {
 		t.Fatalf("open instance not marked: %v", out[1])
 	}
@@ -80,7 +80,7 @@ func TestCircuits_overlay_marksOpenInstancesUnhealthyWithoutMutating(t *testing.
 }
 
 func TestMemberOverlay(t *testing.T) {
-	members := []cluster.Member{{ID: "m1", NodeID: "n1"}, {ID: "m2", NodeID: "n2"}}
+	members := []string{"m1", "m2"} // live member ids; their node ids are n1 and n2
 	tests := []struct {
 		name      string
 		nodeID    string
@@ -94,12 +94,12 @@ func TestMemberOverlay(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := []*messages.CapacityDescriptor{{RuntimeInstanceId: "a", NodeId: tt.nodeID, Status: messages.InstanceReady, CanAcceptRun: true}}
-			out := memberOverlay(in, members)
+			out := controlplane.MemberOverlay(in, members)
 			if got := out[0].Status == messages.InstanceUnhealthy && !out[0].CanAcceptRun; got != tt.unhealthy {
 				t.Fatalf("unhealthy = %v, want %v (%v)", got, tt.unhealthy, out[0])
 			}
 			if in[0].Status != messages.InstanceReady {
-				t.Fatal("memberOverlay modified its input")
+				t.Fatal("MemberOverlay modified its input")
 			}
 		})
 	}

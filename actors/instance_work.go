@@ -1,0 +1,206 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/dairuntime/dair/messages"
+	"github.com/dairuntime/dair/providers/local"
+)
+
+// instanceWorkTimeout bounds one piece of an instance's background store work.
+const instanceWorkTimeout = 10 * time.Second
+
+// rehydrate runs after a supervisor restart of the instance: its executions were stopped with
+// the old incarnation, so each non-terminal execution it owned is re-dispatched to itself.
+func (in *instance) rehydrate(c actor.Context) {
+	e, id, self := in.env, in.spec.ID, c.Self()
+	e.group.GoTimeout(15*time.Second, func(ctx context.Context) {
+		execs, err := e.st.ListExecutionsByInstance(ctx, id)
+		if err != nil {
+			e.log.Warn("instance rehydrate", zap.String("runtime_instance_id", id), zap.Error(err))
+			return
+		}
+		for _, ex := range execs {
+			run, err := e.st.GetRun(ctx, ex.SharedRunId)
+			if err != nil || messages.IsTerminalRun(run.Status) {
+				continue
+			}
+			e.system.Root.Send(self, redispatch(id, run, "instance-rehydrate"))
+		}
+	})
+}
+
+// redispatch is the DispatchRequest an instance sends itself to run run again.
+func redispatch(instanceID string, run *messages.SharedRun, source string) *messages.DispatchRequest {
+	return &messages.DispatchRequest{RuntimeInstanceId: instanceID, SharedRunId: run.SharedRunId, PipelineKey: run.Pipeline,
+		PipelineHash: run.PipelineHash, Input: run.Input, Snapshot: run.Snapshot, ExecutionId: run.ExecutionId,
+		CorrelationId: run.CorrelationId, Source: source}
+}
+
+// resumeIfStillMine runs again a run whose execution here was fenced, when the store shows it
+// dispatched to this instance again: a recovery that wrongly took this instance for lost (its
+// heartbeat was late) fenced the execution and requeued the run, and the pump gave the run
+// back to this instance while the fenced execution was still stopping, so that dispatch was
+// taken for the one already running. Anywhere else, the run has moved and is not touched.
+func (in *instance) resumeIfStillMine(c actor.Context, runID string) {
+	e, id, self := in.env, in.spec.ID, c.Self()
+	e.group.GoTimeout(instanceWorkTimeout, func(ctx context.Context) {
+		run, err := e.st.GetRun(ctx, runID)
+		if err != nil {
+			e.log.Warn("check fenced run", zap.String("shared_run_id", runID), zap.Error(err))
+			return
+		}
+		// Dispatched (not running): the pump handed the run back after the fence. A run still
+		// "running" here is in the middle of a recovery that will requeue it, or was taken over.
+		if run.AssignedRuntimeInstanceId != id || run.Status != messages.RunDispatched {
+			return
+		}
+		e.log.Info("fenced run is still assigned here; running it again", zap.String("tenant_id", run.TenantId),
+			zap.String("shared_run_id", runID), zap.String("runtime_instance_id", id))
+		e.system.Root.Send(self, redispatch(id, run, "instance-refenced"))
+	})
+}
+
+// release drops the slot reservation of a run that ended here.
+func (in *instance) release(runID string) {
+	e, id := in.env, in.spec.ID
+	e.goCleanup(instanceWorkTimeout, func(ctx context.Context) {
+		if err := e.st.ReleaseReservation(ctx, id, runID); err != nil {
+			e.log.Warn("release reservation", zap.String("runtime_instance_id", id), zap.Error(err))
+		}
+	})
+}
+
+// releaseHolds drops the slot reservations of the runs a stopped instance still tracks (an
+// execution that finished as the instance stopped could not report, so its hold would outlive
+// the instance and keep the id from being reused until it lapsed). A node declared dead
+// leaves them to recovery: its runs, and maybe its instance ids, already belong to others.
+func (in *instance) releaseHolds() {
+	if in.q == nil || in.env.dead.Load() {
+		return
+	}
+	runs := in.q.Holds()
+	if len(runs) == 0 {
+		return
+	}
+	e, id := in.env, in.spec.ID
+	e.goCleanup(instanceWorkTimeout, func(ctx context.Context) {
+		for _, runID := range runs {
+			if err := e.st.ReleaseReservation(ctx, id, runID); err != nil {
+				e.log.Warn("release reservation of a stopped instance", zap.String("runtime_instance_id", id), zap.Error(err))
+				return
+			}
+		}
+	})
+}
+
+// failExecution fails an execution that cannot go on (its actor was given up on), and its run,
+// only while the execution's epoch is still the one this instance acquired.
+func failExecution(e *env, seed *execSeed, reason string) {
+	execID, epoch, req, instanceID := seed.executionID, seed.epoch, seed.req, seed.instanceID
+	if execID == "" || epoch == 0 {
+		return // never started: recovery requeues the run
+	}
+	e.goCleanup(instanceWorkTimeout, func(ctx context.Context) {
+		if _, err := e.st.UpdateExecution(ctx, execID, epoch, func(ex *messages.Execution) error {
+			ex.Status, ex.FailureReason = messages.RunFailed, reason
+			return nil
+		}); err != nil {
+			e.log.Warn("fail execution", zap.String("execution_id", execID), zap.Error(err))
+			return
+		}
+		entry := &messages.LedgerEntry{Kind: messages.KindRunFailed, SharedRunId: req.SharedRunId,
+			RuntimeInstanceId: instanceID, Reason: reason, TenantId: req.GetSnapshot().GetTenantId()}
+		if endRun(ctx, e, req, entry, messages.RunFailed, reason) {
+			e.metrics.RunFinished(messages.RunFailed)
+		}
+	})
+}
+
+// cancelQueued cancels a run that was still in an instance's local queue and drops its hold.
+func cancelQueued(e *env, req *messages.DispatchRequest, instanceID, reason string) {
+	if reason == "" {
+		reason = "cancelled"
+	}
+	e.goCleanup(instanceWorkTimeout, func(ctx context.Context) {
+		entry := &messages.LedgerEntry{Kind: messages.KindRunCancelled, SharedRunId: req.SharedRunId, RuntimeInstanceId: instanceID,
+			Reason: reason, TenantId: req.GetSnapshot().GetTenantId()}
+		endRun(ctx, e, req, entry, messages.RunCancelled, reason)
+		if err := e.st.ReleaseReservation(ctx, instanceID, req.SharedRunId); err != nil {
+			e.log.Warn("release reservation", zap.Error(err))
+		}
+	})
+}
+
+// endRun gives req's run the terminal status with entry unless it is final already, and
+// reports whether it did. A failure is logged.
+func endRun(ctx context.Context, e *env, req *messages.DispatchRequest, entry *messages.LedgerEntry, status, reason string) bool {
+	_, changed, err := e.finishRun(ctx, req.SharedRunId, entry, func(r *messages.SharedRun) bool {
+		if messages.IsTerminalRun(r.Status) {
+			return false
+		}
+		r.Status, r.FailureReason = status, reason
+		return true
+	})
+	if err != nil {
+		e.log.Warn("end run", zap.String("tenant_id", req.GetSnapshot().GetTenantId()), zap.String("shared_run_id", req.SharedRunId),
+			zap.String("status", status), zap.Error(err))
+	}
+	return changed
+}
+
+func (in *instance) result(op string, ok bool, reason string) *messages.ProviderResult {
+	return &messages.ProviderResult{Provider: in.providerName(), RuntimeInstanceId: in.spec.ID, Op: op, Ok: ok, Reason: reason,
+		Retryable: !ok && reason != "missing-execution-context" && reason != "tenant-not-visible"}
+}
+
+// providerName names the provider that reaches this instance.
+func (in *instance) providerName() string {
+	if in.env.cfg.Cluster != nil {
+		return ActorProviderName
+	}
+	return local.Name
+}
+
+func (in *instance) transportName() string {
+	if in.env.cfg.Cluster != nil {
+		return "grpc"
+	}
+	return "in-memory"
+}
+
+// descriptor is the instance's capacity snapshot (the seed's capacity descriptor).
+func (in *instance) descriptor(c actor.Context) *messages.CapacityDescriptor {
+	t, e := in.spec.Settings, in.env
+	d := &messages.CapacityDescriptor{
+		RuntimeInstanceId: in.spec.ID, ControlPlaneId: e.cfg.ControlPlaneID, HostId: e.nodeID,
+		ProviderName: in.providerName(), TransportName: in.transportName(), Endpoint: e.system.Address(),
+		TenantId: t.TenantId, TenantGroupId: t.TenantGroupId, IsolationMode: t.IsolationMode,
+		PreferDedicatedCapacity: t.PreferDedicatedCapacity, AllowSharedFallback: t.AllowSharedFallback,
+		RuntimeInstanceIdPrefix: t.RuntimeInstanceIdPrefix, MaxRuntimeInstances: t.MaxRuntimeInstances,
+		LastHeartbeatAt: e.now().UnixNano(), NodeId: e.incarnation, Address: e.system.Address(),
+		ActorId: c.Self().Id, Roles: []string{"runtime"},
+		Metadata: map[string]string{
+			"provider.name": in.providerName(), "provider.transport": in.transportName(), "tenant.id": t.TenantId, "tenant.groupId": t.TenantGroupId,
+			"isolation.mode": t.IsolationMode, "allow.shared.fallback": fmt.Sprint(t.AllowSharedFallback),
+			"prefer.dedicated.capacity": fmt.Sprint(t.PreferDedicatedCapacity), "runtime.instance.id.prefix": t.RuntimeInstanceIdPrefix,
+			"node.id": e.nodeID,
+		},
+	}
+	in.q.Fill(d)
+	if in.spec.ScaleOutRequestID != "" {
+		d.Metadata["scaleout.request.id"] = in.spec.ScaleOutRequestID
+	}
+	return d
+}
+
+// publish hands the current descriptor and the held reservations to the node's publisher,
+// which writes the latest state of each instance to the store.
+func (in *instance) publish(c actor.Context) {
+	in.env.pub.put(in.descriptor(c), in.q.Holds())
+}

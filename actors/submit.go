@@ -1,0 +1,155 @@
+package actors
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/dairuntime/dair/internal/controlplane"
+	"github.com/dairuntime/dair/internal/ids"
+	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/internal/tenancy"
+	"github.com/dairuntime/dair/messages"
+)
+
+// SubmitRequest is one run submission. Snapshot is the caller's verified tenant context and
+// travels unchanged to the execution.
+type SubmitRequest struct {
+	Pipeline       string
+	Input          json.RawMessage
+	Snapshot       *messages.ExecutionContextSnapshot
+	CorrelationID  string
+	IdempotencyKey string
+	SessionID      string
+	// Mode overrides the node's submit mode ("" = node default).
+	Mode string
+}
+
+// Submit creates a shared run (pinned to the pipeline's current hash) and queues or dispatches
+// it. A repeated IdempotencyKey of the same tenant returns the first run.
+//
+// The steps, in order: validate the request and resolve the pipeline; read the tenant's
+// settings; admit through the tenant scope (last seen, cold start, suspension); create the run;
+// record it in the ledger; then dispatch it at once (SubmitDirect) or enqueue it and wake the
+// pump. Errors: ErrStopped, ErrBadInput, ErrUnknownPipeline, ErrTenantSuspended, ErrNoCapacity,
+// or a store failure. It blocks on store I/O and, for a cold start, on capacity.
+func (n *Node) Submit(ctx context.Context, req SubmitRequest) (*messages.SharedRun, error) {
+	if n.stopping.Load() {
+		return nil, ErrStopped
+	}
+	cp, err := n.validateSubmit(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	t, err := n.plane.tenants.Get(ctx, req.Snapshot.TenantId)
+	if err != nil {
+		return nil, err
+	}
+	if t.Suspended {
+		return nil, fmt.Errorf("%w: %s", ErrTenantSuspended, t.TenantId)
+	}
+	if err := n.plane.lifecycle.Admit(ctx, t); err != nil {
+		return nil, admitError(err, t.TenantId)
+	}
+	run := newRun(req, t, cp, n.env.now().UnixNano())
+	existing, created, err := n.env.st.CreateRun(ctx, run)
+	if err != nil {
+		return nil, fmt.Errorf("create run: %w", err)
+	}
+	if !created {
+		return existing, nil
+	}
+	n.env.ledger(ctx, submittedEntry(run))
+	if mode := cmp.Or(req.Mode, n.env.cfg.SubmitMode); mode == SubmitDirect {
+		out, err := n.plane.dispatcher.DispatchRun(ctx, run.SharedRunId, "direct-"+n.env.nodeID, nil)
+		if err != nil {
+			n.env.log.Warn("direct dispatch", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
+		}
+		if out == controlplane.Done {
+			return n.GetRun(ctx, run.SharedRunId)
+		}
+	}
+	if err := n.env.st.Enqueue(ctx, run.SharedRunId); err != nil {
+		return nil, fmt.Errorf("enqueue run: %w", err)
+	}
+	n.plane.pids.wakePump()
+	return run, nil
+}
+
+// validateSubmit checks the request's shape and returns the pipeline's current version.
+func (n *Node) validateSubmit(ctx context.Context, req SubmitRequest) (*compiled, error) {
+	if req.Snapshot == nil || req.Snapshot.TenantId == "" {
+		return nil, fmt.Errorf("%w: a tenant is required", ErrBadInput)
+	}
+	if req.Pipeline == "" {
+		return nil, fmt.Errorf("%w: pipeline is required", ErrBadInput)
+	}
+	if err := tenancy.Validate(&messages.TenantSettings{TenantId: req.Snapshot.TenantId, IsolationMode: messages.IsolationShared,
+		RuntimeInstanceIdPrefix: tenancy.DefaultPrefix, MaxRuntimeInstances: 1, WorkerCountPerInstance: 1, MaxConcurrentRunsPerInstance: 1}); err != nil {
+		return nil, fmt.Errorf("%w: tenant id: %v", ErrBadInput, err)
+	}
+	if len(req.Input) > 0 && !json.Valid(req.Input) {
+		return nil, fmt.Errorf("%w: input is not valid JSON", ErrBadInput)
+	}
+	cp, err := n.env.pipelines.get(ctx, req.Pipeline, "")
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownPipeline, req.Pipeline)
+	}
+	return cp, err
+}
+
+// admitError maps the tenant lifecycle's refusals to the node's errors.
+func admitError(err error, tenantID string) error {
+	var nc *controlplane.NoCapacityError
+	switch {
+	case errors.As(err, &nc):
+		return fmt.Errorf("%w: tenant %s: no ready capacity within %s (%d attempts)", ErrNoCapacity, nc.TenantID, nc.Wait, nc.Attempts)
+	case errors.Is(err, controlplane.ErrSuspended):
+		return fmt.Errorf("%w: %s", ErrTenantSuspended, tenantID)
+	}
+	return err
+}
+
+// newRun is the queued run of a submission: pinned to the pipeline's current hash, with a copy
+// of the caller's snapshot completed by the tenant's group and the correlation id.
+func newRun(req SubmitRequest, t *messages.TenantSettings, cp *compiled, now int64) *messages.SharedRun {
+	snap := cloneSnapshot(req.Snapshot)
+	if snap.TenantGroupId == "" {
+		snap.TenantGroupId = t.TenantGroupId
+	}
+	if snap.CorrelationId == "" {
+		snap.CorrelationId = req.CorrelationID
+	}
+	return &messages.SharedRun{
+		SharedRunId: ids.New("run"), TenantId: snap.TenantId, TenantGroupId: snap.TenantGroupId, Pipeline: cp.p.Key,
+		PipelineHash: cp.p.Hash, Status: messages.RunQueued, Input: req.Input, CreatedAt: now, UpdatedAt: now,
+		Snapshot: snap, IdempotencyKey: req.IdempotencyKey, CorrelationId: req.CorrelationID, SessionId: req.SessionID,
+	}
+}
+
+func submittedEntry(run *messages.SharedRun) *messages.LedgerEntry {
+	snap := run.Snapshot
+	return &messages.LedgerEntry{Kind: messages.KindSubmitted, SharedRunId: run.SharedRunId, TenantId: snap.TenantId,
+		Data: jsonOrNil(map[string]any{"pipeline": run.Pipeline, "pipeline_hash": run.PipelineHash, "source": snap.Source,
+			"requested_by": snap.RequestedBy})}
+}
+
+func cloneSnapshot(s *messages.ExecutionContextSnapshot) *messages.ExecutionContextSnapshot {
+	c := &messages.ExecutionContextSnapshot{TenantId: s.TenantId, TenantGroupId: s.TenantGroupId, OrgId: s.OrgId, UserId: s.UserId,
+		CorrelationId: s.CorrelationId, RequestedBy: s.RequestedBy, Source: s.Source}
+	c.Roles = append(c.Roles, s.Roles...)
+	return c
+}
+
+// jsonOrNil returns v as JSON, or nil when v cannot be encoded (ledger data is best-effort).
+func jsonOrNil(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
+}

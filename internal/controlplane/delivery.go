@@ -1,0 +1,129 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/dairuntime/dair/messages"
+)
+
+// releaseTimeout bounds releasing a slot after a dispatch that did not happen.
+const releaseTimeout = 5 * time.Second
+
+// deliver marks a reserved run dispatched to x and hands it to x through the provider router.
+// pre are the ledger records of the decision, written with the outcome.
+func (d *Dispatcher) deliver(ctx context.Context, run *messages.SharedRun, x *messages.CapacityDescriptor, pumpID string, pre ...*messages.LedgerEntry) (Outcome, error) {
+	upd, err := d.st.UpdateRun(ctx, run.SharedRunId, func(r *messages.SharedRun) error {
+		if r.Status != messages.RunQueued {
+			return errNotQueued
+		}
+		r.Status = messages.RunDispatched
+		r.AssignedRuntimeInstanceId = x.RuntimeInstanceId
+		r.PumpRuntimeInstanceId = pumpID
+		r.Attempts++
+		r.FailureReason = ""
+		return nil
+	})
+	if err != nil {
+		d.cfg.Ledger.Record(ctx, pre...)
+		d.release(ctx, x.RuntimeInstanceId, run.SharedRunId)
+		if errors.Is(err, errNotQueued) {
+			return Done, nil
+		}
+		return Requeue, fmt.Errorf("mark run dispatched: %w", err)
+	}
+	res := d.cfg.Router.Dispatch(ctx, x, d.request(ctx, upd, x, pumpID))
+	if d.cfg.Circuits.Record(x.RuntimeInstanceId, res, d.cfg.Now()) {
+		d.cfg.Log.Warn("dispatch circuit opened", zap.String("runtime_instance_id", x.RuntimeInstanceId), zap.String("reason", res.GetReason()))
+	}
+	entry := &messages.LedgerEntry{SharedRunId: upd.SharedRunId, ExecutionId: upd.ExecutionId, RuntimeInstanceId: x.RuntimeInstanceId,
+		TenantId: upd.GetSnapshot().GetTenantId(), Reason: res.GetReason(),
+		Data: jsonOrNil(map[string]any{"provider": res.GetProvider(), "local_run_id": res.GetLocalRunId(), "pump_runtime_instance_id": pumpID,
+			"retryable": res.GetRetryable()})}
+	// The execution records the local run id when it starts (it marks the run running).
+	if res.GetOk() {
+		entry.Kind = messages.KindDispatch
+		d.cfg.Ledger.Record(ctx, append(pre, entry)...)
+		return Done, nil
+	}
+	entry.Kind = messages.KindDispatchFailed
+	d.cfg.Ledger.Record(ctx, append(pre, entry)...)
+	d.release(ctx, x.RuntimeInstanceId, upd.SharedRunId)
+	if int(upd.Attempts) >= d.cfg.MaxAttempts {
+		return Done, d.reject(ctx, upd, "dispatch-attempts-exhausted: "+res.GetReason())
+	}
+	if _, err := d.st.UpdateRun(ctx, upd.SharedRunId, func(r *messages.SharedRun) error {
+		if r.Status == messages.RunDispatched {
+			r.Status = messages.RunQueued
+			r.FailureReason = res.GetReason()
+		}
+		return nil
+	}); err != nil {
+		return Requeue, fmt.Errorf("requeue run after dispatch failure: %w", err)
+	}
+	return Requeue, nil
+}
+
+// request is the DispatchRequest of a run marked dispatched to x.
+func (d *Dispatcher) request(ctx context.Context, run *messages.SharedRun, x *messages.CapacityDescriptor, pumpID string) *messages.DispatchRequest {
+	width := 0
+	if d.cfg.Pipelines != nil {
+		if w, err := d.cfg.Pipelines.Width(ctx, run.Pipeline, run.PipelineHash); err == nil {
+			width = w
+		}
+	}
+	return &messages.DispatchRequest{MaxParallelism: int32(width), RuntimeInstanceId: x.RuntimeInstanceId, SharedRunId: run.SharedRunId,
+		PipelineKey: run.Pipeline, PipelineHash: run.PipelineHash, Input: run.Input, Snapshot: run.Snapshot, ExecutionId: run.ExecutionId,
+		CorrelationId: run.CorrelationId, RequestedBy: run.GetSnapshot().GetRequestedBy(), Source: "shared-queue", PumpRuntimeInstanceId: pumpID}
+}
+
+// release drops run's hold on instance, also when ctx already ended (the dispatch's ctx may be
+// the reason it failed).
+func (d *Dispatcher) release(ctx context.Context, instanceID, runID string) {
+	ctx, cancel := detached(ctx, releaseTimeout)
+	defer cancel()
+	if err := d.st.ReleaseReservation(ctx, instanceID, runID); err != nil {
+		d.cfg.Log.Warn("release reservation", zap.String("runtime_instance_id", instanceID), zap.Error(err))
+	}
+}
+
+// reject fails a run that admission refused.
+func (d *Dispatcher) reject(ctx context.Context, run *messages.SharedRun, reason string) error {
+	entry := &messages.LedgerEntry{Kind: messages.KindRunFailed, SharedRunId: run.SharedRunId, ExecutionId: run.ExecutionId,
+		TenantId: run.GetSnapshot().GetTenantId(), Reason: reason}
+	_, changed, err := d.cfg.Ledger.FinishRun(ctx, run.SharedRunId, entry, func(r *messages.SharedRun) bool {
+		if messages.IsTerminalRun(r.Status) {
+			return false
+		}
+		r.Status, r.FailureReason = messages.RunFailed, reason
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("reject run %s: %w", run.SharedRunId, err)
+	}
+	if changed {
+		d.cfg.Metrics.RunFinished(messages.RunFailed)
+	}
+	return nil
+}
+
+// wait records why run stays queued: its ledger entries and the reason on the run, only when
+// the reason changed since the last cycle.
+func (d *Dispatcher) wait(ctx context.Context, run *messages.SharedRun, reason string, entries ...*messages.LedgerEntry) {
+	if run.FailureReason == reason {
+		return
+	}
+	d.cfg.Ledger.Record(ctx, entries...)
+	if _, err := d.st.UpdateRun(ctx, run.SharedRunId, func(r *messages.SharedRun) error {
+		if r.Status == messages.RunQueued {
+			r.FailureReason = reason
+		}
+		return nil
+	}); err != nil {
+		d.cfg.Log.Warn("note queue wait", zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
+	}
+}

@@ -1,0 +1,117 @@
+package controlplane
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dairuntime/dair/messages"
+	"github.com/dairuntime/dair/providers"
+)
+
+// Errors of the control plane.
+var (
+	// ErrSuspended is returned by Lifecycle.Admit for a suspended tenant.
+	ErrSuspended = errors.New("controlplane: tenant suspended")
+	// ErrNoScopes is returned by Lifecycle methods that need the tenant scope actors on a node
+	// that has none (no control-plane role).
+	ErrNoScopes = errors.New("controlplane: no tenant scopes on this node")
+	// errNotQueued aborts marking a run dispatched when it left the queue meanwhile.
+	errNotQueued = errors.New("controlplane: run is no longer queued")
+)
+
+// NoCapacityError is returned by Lifecycle.Admit when a cold start got no ready capacity within
+// its wait, retries included.
+type NoCapacityError struct {
+	TenantID string
+	Wait     time.Duration
+	Attempts int
+}
+
+func (e *NoCapacityError) Error() string {
+	return fmt.Sprintf("controlplane: tenant %s: no ready capacity within %s (%d attempts)", e.TenantID, e.Wait, e.Attempts)
+}
+
+// Ledger records control-plane decisions in run ledgers; *ledger.Writer implements it. Both
+// methods block on store I/O and are goroutine-safe.
+type Ledger interface {
+	// Record appends entries best-effort (failures are logged by the implementation).
+	Record(ctx context.Context, entries ...*messages.LedgerEntry)
+	// FinishRun updates run id with fn and, when fn reports a change, appends entry in the same
+	// write. It returns the stored run and whether fn changed it.
+	FinishRun(ctx context.Context, id string, entry *messages.LedgerEntry, fn func(*messages.SharedRun) bool) (*messages.SharedRun, bool, error)
+}
+
+// Group starts tracked goroutines; *workgroup.Group implements it. Go runs fn with the group's
+// stop context and reports false, running nothing, once the group is stopping.
+type Group interface {
+	Go(fn func(ctx context.Context)) bool
+}
+
+// DispatchRouter delivers a run to an instance through its provider; *providers.Registry
+// implements it. Dispatch blocks until the provider answers and never returns nil.
+type DispatchRouter interface {
+	Dispatch(ctx context.Context, d *messages.CapacityDescriptor, req *messages.DispatchRequest) *messages.ProviderResult
+}
+
+// ScaleOutRouter creates capacity through the scale-out provider selected by the request's
+// hint, then defaultName; *providers.Registry implements it. ScaleOut blocks until the capacity
+// is ready or refused.
+type ScaleOutRouter interface {
+	ScaleOut(ctx context.Context, req *messages.ScaleOutRequest, defaultName string) providers.ScaleOutResult
+}
+
+// ControlRouter sends a control op to an instance through its provider; *providers.Registry
+// implements it. Control blocks until the provider answers and never returns nil.
+type ControlRouter interface {
+	Control(ctx context.Context, d *messages.CapacityDescriptor, req *messages.ControlRequest) *messages.ProviderResult
+}
+
+// PipelineWidths tells the widest level of a pipeline version (how many steps may run at
+// once). It blocks on store I/O for a version not cached yet.
+type PipelineWidths interface {
+	Width(ctx context.Context, key, hash string) (int, error)
+}
+
+// PumpID is the PumpRuntimeInstanceId (and queue claim owner) of a node's shared-queue pump.
+func PumpID(nodeID string) string { return "pump-" + nodeID }
+
+// jsonOrNil returns v as JSON, or nil when v cannot be encoded (ledger data is best-effort).
+func jsonOrNil(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+func nowFunc(f func() time.Time) func() time.Time {
+	if f == nil {
+		return time.Now
+	}
+	return f
+}
+
+func defaultDuration(d *time.Duration, v time.Duration) {
+	if *d <= 0 {
+		*d = v
+	}
+}
+
+// find returns the descriptor of id in insts, or nil.
+func find(insts []*messages.CapacityDescriptor, id string) *messages.CapacityDescriptor {
+	for _, d := range insts {
+		if d.RuntimeInstanceId == id {
+			return d
+		}
+	}
+	return nil
+}
+
+// detached returns a context for cleanup that must outlive ctx's cancellation (releasing a
+// slot after a failed dispatch), bounded by d.
+func detached(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), d)
+}

@@ -1,0 +1,54 @@
+package controlplane_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dairuntime/dair/internal/controlplane"
+)
+
+// TestReconciler_Reconcile_replacesAStaleInstanceOnce: an instance whose heartbeat went stale
+// is flagged and one replacement is requested for its scope, not one per pass; once it is
+// healthy again it is unflagged.
+func TestReconciler_Reconcile_replacesAStaleInstanceOnce(t *testing.T) {
+	ctx := testCtx(t)
+	st := openStore(t)
+	p := newPlane(t, st)
+	r, err := controlplane.NewReconciler(st, controlplane.ReconcilerConfig{Holder: "cp-1", Circuits: controlplane.NewCircuits(),
+		Tenants: p.tenants, Scaler: p.scaler})
+	require.NoError(t, err)
+	stale := ready("runtime-instance-1", "", 2)
+	stale.LastHeartbeatAt = time.Now().Add(-time.Minute).UnixNano()
+	require.NoError(t, st.PutInstance(ctx, stale, time.Minute))
+	require.NoError(t, st.PutInstance(ctx, ready("runtime-instance-2", "", 2), time.Minute))
+
+	flagged := r.Reconcile(ctx, map[string]bool{})
+	require.Equal(t, map[string]bool{"runtime-instance-1": true}, flagged)
+	require.Len(t, p.requests(), 1)
+	flagged = r.Reconcile(ctx, flagged)
+	require.Len(t, p.requests(), 1, "a flagged instance was acted on twice")
+
+	require.NoError(t, st.PutInstance(ctx, ready("runtime-instance-1", "", 2), time.Minute))
+	require.Empty(t, r.Reconcile(ctx, flagged))
+}
+
+// TestReconciler_Reconcile_scopeAtItsMaximum: no replacement when the scope's healthy
+// instances and pending requests already reach its maximum.
+func TestReconciler_Reconcile_scopeAtItsMaximum(t *testing.T) {
+	ctx := testCtx(t)
+	st := openStore(t)
+	p := newPlane(t, st)
+	r, err := controlplane.NewReconciler(st, controlplane.ReconcilerConfig{Holder: "cp-1", Circuits: controlplane.NewCircuits(),
+		Tenants: p.tenants, Scaler: p.scaler})
+	require.NoError(t, err)
+	stale := ready("runtime-instance-1", "", 2)
+	stale.MaxRuntimeInstances, stale.LastHeartbeatAt = 1, time.Now().Add(-time.Minute).UnixNano()
+	require.NoError(t, st.PutInstance(ctx, stale, time.Minute))
+	_, err = p.scaler.Request(ctx, controlplaneShared(1), "", "")
+	require.NoError(t, err)
+
+	r.Reconcile(ctx, map[string]bool{})
+	require.Len(t, p.requests(), 1, "a replacement beyond the scope's maximum was requested")
+}

@@ -1,0 +1,375 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/messages"
+)
+
+// RecovererStore is the state the recoverer reads and writes.
+type RecovererStore interface {
+	store.Leases
+	store.Registry
+	store.Runs
+	store.Executions
+	store.Reservations
+	store.Queue
+	store.ScaleOuts
+}
+
+// RecovererConfig configures a Recoverer. The zero value of each tunable means its default;
+// the fields marked required must be set.
+type RecovererConfig struct {
+	// NodeID is this node's id (HostId of its instances). Required.
+	NodeID string
+	// Incarnation is this process's actor system id (NodeId of its instances; lease holder).
+	// Required.
+	Incarnation string
+	// Interval is the recovery round's tick; the "recovery" lease lasts 3 intervals + 1s.
+	// Default 1s.
+	Interval time.Duration
+	// HeartbeatInterval is how often instances refresh their holds. Default 1s.
+	HeartbeatInterval time.Duration
+	// ReservationTTL is the pump's slot hold. Default 30s.
+	ReservationTTL time.Duration
+	// Ledger records recoveries. Required.
+	Ledger Ledger
+	// OnRequeued is called after a run went back to the shared queue (wakes the pump). Optional.
+	OnRequeued func()
+	// Log defaults to no logging.
+	Log *zap.Logger
+}
+
+// Validate reports a missing required field.
+func (c RecovererConfig) Validate() error {
+	if c.NodeID == "" || c.Incarnation == "" || c.Ledger == nil {
+		return errors.New("controlplane: recoverer config: NodeID, Incarnation and Ledger are required")
+	}
+	return nil
+}
+
+func (c RecovererConfig) withDefaults() RecovererConfig {
+	defaultDuration(&c.Interval, time.Second)
+	defaultDuration(&c.HeartbeatInterval, time.Second)
+	defaultDuration(&c.ReservationTTL, 30*time.Second)
+	if c.Log == nil {
+		c.Log = zap.NewNop()
+	}
+	return c
+}
+
+// Recoverer finds runs whose runtime instance is gone (its registry entry expired, belonged to
+// an earlier incarnation of this node, or to a member the cluster lost), fences their
+// executions by bumping the epoch, and requeues them as recovery runs; the pump re-admits them
+// under the same tenant rules and the execution resumes from its committed steps with the
+// same ExecutionId. It also requeues dispatches that never reached their instance, and repairs
+// runs left between two writes by a crash.
+//
+// Several control planes may run it: a store lease ("recovery") makes one of them act per
+// round, and every step is idempotent and conditional (the epoch bump only fences an execution
+// still on the lost instance, the requeue only a run still assigned to it), so a round that
+// outlives its lease and overlaps the next one does no harm. Its methods block on store I/O
+// and are goroutine-safe.
+type Recoverer struct {
+	st  RecovererStore
+	cfg RecovererConfig
+}
+
+// NewRecoverer returns a recoverer over st.
+func NewRecoverer(st RecovererStore, cfg RecovererConfig) (*Recoverer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Recoverer{st: st, cfg: cfg.withDefaults()}, nil
+}
+
+// activeStatuses are the statuses of a run that an instance holds.
+var activeStatuses = []string{messages.RunDispatched, messages.RunRunning, messages.RunPaused}
+
+// Round is one pass of the recovery coordinator (repair: also repair queued and parked runs).
+// It does nothing when another control plane holds the recovery lease.
+func (r *Recoverer) Round(ctx context.Context, repair bool) error {
+	ok, err := r.st.AcquireLease(ctx, "recovery", r.cfg.Incarnation, 3*r.cfg.Interval+time.Second)
+	if err != nil {
+		return fmt.Errorf("recovery lease: %w", err)
+	}
+	if !ok {
+		return nil
+	}
+	live, err := r.liveInstances(ctx)
+	if err != nil {
+		return err
+	}
+	for _, status := range activeStatuses {
+		runs, err := r.st.ListRuns(ctx, store.RunFilter{Status: status, Limit: 100000})
+		if err != nil {
+			return fmt.Errorf("list %s runs: %w", status, err)
+		}
+		for _, run := range runs {
+			r.check(ctx, run, live)
+		}
+	}
+	if repair {
+		return r.Repair(ctx)
+	}
+	return nil
+}
+
+// check recovers run when its instance is gone, or its dispatch when it never arrived.
+func (r *Recoverer) check(ctx context.Context, run *messages.SharedRun, live map[string]bool) {
+	inst := run.AssignedRuntimeInstanceId
+	switch {
+	case inst == "":
+	case !live[inst]:
+		if err := r.RecoverRun(ctx, run, "runtime-instance-lost"); err != nil {
+			r.cfg.Log.Warn("recover run", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
+		}
+	case run.Status == messages.RunDispatched:
+		if err := r.RecoverLostDispatch(ctx, run); err != nil {
+			r.cfg.Log.Warn("recover lost dispatch", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
+		}
+	}
+}
+
+// liveInstances returns the ids of the registry's serving instances, dropping the entries an
+// earlier incarnation of this node left: this process does not run them, whatever their
+// heartbeat says.
+func (r *Recoverer) liveInstances(ctx context.Context) (map[string]bool, error) {
+	insts, err := r.st.ListInstances(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list instances: %w", err)
+	}
+	live := map[string]bool{}
+	for _, d := range insts {
+		if d.HostId == r.cfg.NodeID && d.NodeId != r.cfg.Incarnation {
+			if err := r.st.DeleteInstance(ctx, d.RuntimeInstanceId); err != nil {
+				return nil, fmt.Errorf("drop stale instance %s: %w", d.RuntimeInstanceId, err)
+			}
+			r.cfg.Log.Info("dropped instance of an earlier incarnation", zap.String("runtime_instance_id", d.RuntimeInstanceId))
+			continue
+		}
+		if d.Status == messages.InstanceUnhealthy || d.Status == messages.InstanceStopped {
+			continue
+		}
+		live[d.RuntimeInstanceId] = true
+	}
+	return live, nil
+}
+
+// RecoverRun fences the run's execution and puts the run back in the shared queue. run may be
+// an old view (the round listed it a while ago; another round may have moved it since): only an
+// execution still on the lost instance, or on none, is fenced, never the activation that
+// replaced it.
+func (r *Recoverer) RecoverRun(ctx context.Context, run *messages.SharedRun, reason string) error {
+	var epoch int64
+	lost := run.AssignedRuntimeInstanceId
+	if run.ExecutionId != "" {
+		ep, fenced, err := r.st.FenceExecution(ctx, run.ExecutionId, "recovery:"+r.cfg.Incarnation, lost)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return fmt.Errorf("fence execution %s: %w", run.ExecutionId, err)
+		case !fenced:
+			return nil // a newer activation on another instance owns it: the run has moved
+		}
+		epoch = ep
+	}
+	moved, err := r.requeueFrom(ctx, run.SharedRunId, lost, func(x *messages.SharedRun) bool {
+		active := x.Status == messages.RunDispatched || x.Status == messages.RunRunning || x.Status == messages.RunPaused
+		if active {
+			x.Recovery = true
+		}
+		return active
+	}, &messages.LedgerEntry{Kind: messages.KindRecovery, SharedRunId: run.SharedRunId, ExecutionId: run.ExecutionId,
+		RuntimeInstanceId: lost, Epoch: epoch, TenantId: run.GetSnapshot().GetTenantId(), Reason: reason,
+		Data: jsonOrNil(map[string]any{"lost_runtime_instance_id": lost, "fenced_epoch": epoch})})
+	if moved {
+		r.cfg.Log.Info("run requeued for recovery", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId),
+			zap.String("execution_id", run.ExecutionId), zap.String("lost_runtime_instance_id", lost), zap.Int64("epoch", epoch))
+	}
+	return err
+}
+
+// requeueFrom puts a run assigned to instance back in the shared queue when take accepts its
+// current record (take may also change it; it is called inside the conditional update), then
+// releases the run's hold on instance, records entry and wakes the pump. It reports whether
+// the run moved.
+func (r *Recoverer) requeueFrom(ctx context.Context, runID, instance string, take func(*messages.SharedRun) bool, entry *messages.LedgerEntry) (bool, error) {
+	moved := false
+	if _, err := r.st.UpdateRun(ctx, runID, func(x *messages.SharedRun) error {
+		moved = x.AssignedRuntimeInstanceId == instance && take(x)
+		if moved {
+			x.Status = messages.RunQueued
+		}
+		return nil
+	}); err != nil {
+		return false, fmt.Errorf("requeue run: %w", err)
+	}
+	if !moved {
+		return false, nil
+	}
+	// The hold would keep a slot of the instance for nothing until it lapsed.
+	if err := r.st.ReleaseReservation(ctx, instance, runID); err != nil {
+		r.cfg.Log.Warn("release reservation", zap.String("runtime_instance_id", instance), zap.Error(err))
+	}
+	if err := r.st.Enqueue(ctx, runID); err != nil {
+		return true, fmt.Errorf("enqueue run: %w", err)
+	}
+	r.cfg.Ledger.Record(ctx, entry)
+	if r.cfg.OnRequeued != nil {
+		r.cfg.OnRequeued()
+	}
+	return true, nil
+}
+
+// lostDispatchSlack is how much later than the pump's own hold an instance's refresh must
+// reach for the run to count as received. It absorbs clock differences between the pump's
+// and the instance's nodes; a misjudgement only requeues a run its instance then declines.
+const lostDispatchSlack = 500 * time.Millisecond
+
+// RecoverLostDispatch requeues a run marked dispatched to a live instance that never received
+// it: the pump that marked it died before delivering it. The pump reserved the run's slot just
+// before marking it (so that hold lapses no later than UpdatedAt+ReservationTTL), and an
+// instance extends the hold of every run it has on receipt and at each heartbeat. A run still
+// dispatched two heartbeats later whose hold was never extended is on no instance. The
+// requeue is conditional on the run being unchanged since it was listed, and an instance that
+// gets the dispatch late will not start it (the run is no longer assigned to it), so nothing
+// runs twice.
+func (r *Recoverer) RecoverLostDispatch(ctx context.Context, run *messages.SharedRun) error {
+	// UpdatedAt and the reservation are stamped by the store's clock (wall time), not by the
+	// node's (which tests may move by hours).
+	dispatched := time.Unix(0, run.UpdatedAt)
+	if time.Since(dispatched) < 2*r.cfg.HeartbeatInterval+lostDispatchSlack {
+		return nil
+	}
+	inst := run.AssignedRuntimeInstanceId
+	until, err := r.st.ReservationExpiry(ctx, inst, run.SharedRunId)
+	if err != nil {
+		return err
+	}
+	if until.After(dispatched.Add(r.cfg.ReservationTTL + lostDispatchSlack)) {
+		return nil // the instance has it
+	}
+	moved, err := r.requeueFrom(ctx, run.SharedRunId, inst, func(x *messages.SharedRun) bool {
+		if x.Status != messages.RunDispatched || x.Attempts != run.Attempts {
+			return false
+		}
+		x.FailureReason = "dispatch-lost"
+		return true
+	}, &messages.LedgerEntry{Kind: messages.KindDispatchFailed, SharedRunId: run.SharedRunId, ExecutionId: run.ExecutionId,
+		RuntimeInstanceId: inst, TenantId: run.GetSnapshot().GetTenantId(), Reason: "dispatch-lost",
+		Data: jsonOrNil(map[string]any{"pump_runtime_instance_id": run.PumpRuntimeInstanceId, "requeued_by": "recovery"})})
+	if moved {
+		r.cfg.Log.Warn("dispatched run never reached its instance; requeued", zap.String("tenant_id", run.TenantId),
+			zap.String("shared_run_id", run.SharedRunId), zap.String("runtime_instance_id", inst),
+			zap.String("pump_runtime_instance_id", run.PumpRuntimeInstanceId))
+	}
+	return err
+}
+
+// Repair re-enqueues queued runs (Enqueue is a no-op for items already queued) and requeues
+// runs parked for a scale-out request that has already finished.
+func (r *Recoverer) Repair(ctx context.Context) error {
+	queued, err := r.st.ListRuns(ctx, store.RunFilter{Status: messages.RunQueued, Limit: 100000})
+	if err != nil {
+		return fmt.Errorf("list queued runs: %w", err)
+	}
+	for _, run := range queued {
+		if err := r.st.Enqueue(ctx, run.SharedRunId); err != nil {
+			return fmt.Errorf("enqueue %s: %w", run.SharedRunId, err)
+		}
+	}
+	parked, err := r.st.ListRuns(ctx, store.RunFilter{Status: messages.RunScaleOutRequested, Limit: 100000})
+	if err != nil {
+		return fmt.Errorf("list parked runs: %w", err)
+	}
+	for _, run := range parked {
+		req, err := r.st.GetScaleOut(ctx, run.ScaleOutRequestId)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if req != nil && (req.Status == messages.ScaleOutPending || req.Status == messages.ScaleOutProvisioning) {
+			continue
+		}
+		if _, err := unpark(ctx, r.st, run.SharedRunId); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeclareDead fences everything a lost member ran: its tombstone is written (so the member, if
+// it is only paused, stops when it resumes), its registry entries are removed (no new work),
+// and the next recovery round requeues its runs with bumped epochs.
+func (r *Recoverer) DeclareDead(ctx context.Context, member string) error {
+	if _, err := r.st.AcquireLease(ctx, store.TombstoneLease(member), store.TombstoneHolderPrefix+r.cfg.Incarnation, 24*time.Hour); err != nil {
+		return fmt.Errorf("tombstone %s: %w", member, err)
+	}
+	insts, err := r.st.ListInstances(ctx)
+	if err != nil {
+		return fmt.Errorf("list instances: %w", err)
+	}
+	for _, d := range insts {
+		if d.NodeId == member {
+			if err := r.st.DeleteInstance(ctx, d.RuntimeInstanceId); err != nil {
+				return fmt.Errorf("drop instance %s: %w", d.RuntimeInstanceId, err)
+			}
+			r.cfg.Log.Warn("instance of a lost member marked unsafe", zap.String("runtime_instance_id", d.RuntimeInstanceId), zap.String("member", member))
+		}
+	}
+	return nil
+}
+
+// IsDeclaredDead reports whether another node has declared this incarnation dead. It takes the
+// tombstone lease for a millisecond when free, which leaves nothing behind.
+func (r *Recoverer) IsDeclaredDead(ctx context.Context) (bool, error) {
+	ok, err := r.st.AcquireLease(ctx, store.TombstoneLease(r.cfg.Incarnation), r.cfg.Incarnation, time.Millisecond)
+	if err != nil {
+		return false, err
+	}
+	return !ok, nil
+}
+
+// ReleasePumpClaims makes the queue items claimed by nodeID's pump pending at once (that pump
+// is gone: its member was lost, or its node restarted) and returns how many.
+func (r *Recoverer) ReleasePumpClaims(ctx context.Context, nodeID string) (int, error) {
+	return r.st.ReleaseClaimsOf(ctx, PumpID(nodeID))
+}
+
+// MemberLost declares a lost member (its actor system id, and the node id it ran as) dead,
+// takes over its recovery lease and queue claims, and (round: on a control-plane node) runs a
+// recovery round at once.
+func (r *Recoverer) MemberLost(ctx context.Context, member, nodeID string, round bool) {
+	log := r.cfg.Log.With(zap.String("member", member), zap.String("node", nodeID))
+	log.Warn("cluster member lost")
+	if err := r.DeclareDead(ctx, member); err != nil {
+		log.Warn("declare member dead", zap.Error(err))
+		return
+	}
+	if err := r.st.ReleaseLease(ctx, "recovery", member); err != nil {
+		log.Warn("release lost member's recovery lease", zap.Error(err))
+	}
+	// Its pump's queue claims come back now rather than after their visibility timeout (30 s
+	// by default). A node restarted under the same node id releases them itself on start.
+	if nodeID != "" && nodeID != r.cfg.NodeID {
+		if k, err := r.ReleasePumpClaims(ctx, nodeID); err != nil {
+			log.Warn("release lost member's queue claims", zap.Error(err))
+		} else if k > 0 {
+			log.Info("released lost member's queue claims", zap.Int("items", k))
+			if r.cfg.OnRequeued != nil {
+				r.cfg.OnRequeued()
+			}
+		}
+	}
+	if round {
+		if err := r.Round(ctx, false); err != nil {
+			log.Warn("recovery after member loss", zap.Error(err))
+		}
+	}
+}

@@ -1,0 +1,151 @@
+package controlplane_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/messages"
+)
+
+// TestRecoverer_RecoverRun_oldViewDoesNotFenceTheReplacement: two recovery rounds overlap (the
+// first outlived its lease); the second works from the run as it was listed before the first
+// moved it. The second must neither fence the activation that replaced the lost one nor
+// requeue the run, or the run is left running nowhere.
+func TestRecoverer_RecoverRun_oldViewDoesNotFenceTheReplacement(t *testing.T) {
+	ctx := testCtx(t)
+	st := openStore(t)
+	p := newPlane(t, st)
+
+	snap := &messages.ExecutionContextSnapshot{TenantId: "acme"}
+	_, _, err := st.CreateRun(ctx, &messages.SharedRun{SharedRunId: "r1", TenantId: "acme", Snapshot: snap, Status: messages.RunRunning,
+		ExecutionId: "x1", AssignedRuntimeInstanceId: "lost-1"})
+	require.NoError(t, err)
+	require.NoError(t, st.CreateExecution(ctx, &messages.Execution{ExecutionId: "x1", SharedRunId: "r1", Epoch: 1, RuntimeInstanceId: "lost-1",
+		Status: messages.RunRunning}))
+	oldView, err := st.GetRun(ctx, "r1")
+	require.NoError(t, err)
+
+	// Round one moves the run: fenced, requeued; the pump then starts it on new-1.
+	require.NoError(t, p.recoverer.RecoverRun(ctx, oldView, "runtime-instance-lost"))
+	run, err := st.GetRun(ctx, "r1")
+	require.NoError(t, err)
+	require.Equal(t, messages.RunQueued, run.Status)
+	require.True(t, run.Recovery)
+	_, err = st.UpdateRun(ctx, "r1", func(r *messages.SharedRun) error {
+		r.Status, r.AssignedRuntimeInstanceId = messages.RunRunning, "new-1"
+		return nil
+	})
+	require.NoError(t, err)
+	live, err := st.AcquireExecution(ctx, "x1", "node-2", "new-1")
+	require.NoError(t, err)
+
+	// Round two, from the old view.
+	require.NoError(t, p.recoverer.RecoverRun(ctx, oldView, "runtime-instance-lost"))
+	x, _, err := st.GetExecution(ctx, "x1")
+	require.NoError(t, err)
+	require.Equal(t, live, x.Epoch, "the replacement activation was fenced")
+	require.Equal(t, "new-1", x.RuntimeInstanceId)
+	run, err = st.GetRun(ctx, "r1")
+	require.NoError(t, err)
+	require.Equal(t, messages.RunRunning, run.Status)
+	require.Equal(t, "new-1", run.AssignedRuntimeInstanceId)
+}
+
+// TestRecoverer_Round_requeuesRunsOfLostInstances: a round fences and requeues the runs of an
+// instance missing from the registry and leaves the runs of live instances alone.
+func TestRecoverer_Round_requeuesRunsOfLostInstances(t *testing.T) {
+	ctx := testCtx(t)
+	st := openStore(t)
+	p := newPlane(t, st)
+	require.NoError(t, st.PutInstance(ctx, ready("alive-1", "", 2), time.Minute))
+	for _, r := range []*messages.SharedRun{
+		{SharedRunId: "lost", Status: messages.RunRunning, ExecutionId: "x-lost", AssignedRuntimeInstanceId: "gone-1"},
+		{SharedRunId: "kept", Status: messages.RunRunning, ExecutionId: "x-kept", AssignedRuntimeInstanceId: "alive-1"},
+	} {
+		r.TenantId, r.Snapshot = "acme", &messages.ExecutionContextSnapshot{TenantId: "acme"}
+		_, _, err := st.CreateRun(ctx, r)
+		require.NoError(t, err)
+		require.NoError(t, st.CreateExecution(ctx, &messages.Execution{ExecutionId: r.ExecutionId, SharedRunId: r.SharedRunId, Epoch: 1,
+			RuntimeInstanceId: r.AssignedRuntimeInstanceId, Status: messages.RunRunning}))
+	}
+
+	require.NoError(t, p.recoverer.Round(ctx, true))
+	lost, err := st.GetRun(ctx, "lost")
+	require.NoError(t, err)
+	require.Equal(t, messages.RunQueued, lost.Status)
+	require.True(t, lost.Recovery)
+	x, _, err := st.GetExecution(ctx, "x-lost")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, x.Epoch, "the lost execution is fenced")
+	require.Equal(t, []string{messages.KindRecovery}, kinds(t, st, "lost"))
+	kept, err := st.GetRun(ctx, "kept")
+	require.NoError(t, err)
+	require.Equal(t, messages.RunRunning, kept.Status)
+	pending, _, err := st.QueueDepth(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, pending)
+}
+
+// TestRecoverer_RecoverLostDispatch: a run marked dispatched whose hold the instance never
+// extended is requeued once two heartbeats have passed; a run whose hold was extended is not.
+func TestRecoverer_RecoverLostDispatch(t *testing.T) {
+	ctx := testCtx(t)
+	st := openStore(t)
+	p := newPlane(t, st)
+	for _, id := range []string{"never-received", "received"} {
+		_, _, err := st.CreateRun(ctx, &messages.SharedRun{SharedRunId: id, TenantId: "acme", Status: messages.RunDispatched, Attempts: 1,
+			AssignedRuntimeInstanceId: "i1", Snapshot: &messages.ExecutionContextSnapshot{TenantId: "acme"}})
+		require.NoError(t, err)
+		ok, err := st.Reserve(ctx, "i1", id, 4, time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	received, err := st.GetRun(ctx, "received")
+	require.NoError(t, err)
+	lost, err := st.GetRun(ctx, "never-received")
+	require.NoError(t, err)
+	require.NoError(t, p.recoverer.RecoverLostDispatch(ctx, lost))
+	run, err := st.GetRun(ctx, "never-received")
+	require.NoError(t, err)
+	require.Equal(t, messages.RunDispatched, run.Status, "requeued before two heartbeats passed")
+
+	time.Sleep(600 * time.Millisecond) // past two heartbeats (1 ms) and the clock slack (500 ms)
+	require.NoError(t, st.RefreshReservations(ctx, "i1", []string{"received"}, 2*time.Minute))
+	require.NoError(t, p.recoverer.RecoverLostDispatch(ctx, lost))
+	require.NoError(t, p.recoverer.RecoverLostDispatch(ctx, received))
+	run, err = st.GetRun(ctx, "never-received")
+	require.NoError(t, err)
+	require.Equal(t, messages.RunQueued, run.Status)
+	require.Equal(t, "dispatch-lost", run.FailureReason)
+	run, err = st.GetRun(ctx, "received")
+	require.NoError(t, err)
+	require.Equal(t, messages.RunDispatched, run.Status)
+}
+
+// TestRecoverer_MemberLost_tombstonesTheMember: a lost member's instances leave the registry and
+// cannot come back; its pump's claims are released.
+func TestRecoverer_MemberLost_tombstonesTheMember(t *testing.T) {
+	ctx := testCtx(t)
+	st := openStore(t)
+	p := newPlane(t, st)
+	d := ready("i1", "", 1)
+	d.NodeId = "m2"
+	require.NoError(t, st.PutInstance(ctx, d, time.Minute))
+	queued(t, st, "r1", "acme")
+	_, err := st.Claim(ctx, "pump-n2", 10, time.Minute)
+	require.NoError(t, err)
+
+	p.recoverer.MemberLost(ctx, "m2", "n2", false)
+	_, err = st.GetInstance(ctx, "i1")
+	require.ErrorIs(t, err, store.ErrNotFound)
+	err = st.PutInstance(ctx, d, time.Minute)
+	require.True(t, errors.Is(err, store.ErrMemberDead), "a dead member re-published its instance: %v", err)
+	pending, claimed, err := st.QueueDepth(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, pending)
+	require.Zero(t, claimed)
+}

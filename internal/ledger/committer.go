@@ -1,0 +1,327 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/messages"
+)
+
+// CommitStore is what the Committer writes to.
+type CommitStore interface {
+	Append(ctx context.Context, entries ...*messages.LedgerEntry) ([]*messages.LedgerEntry, error)
+	CommitSteps(ctx context.Context, commits []store.StepCommit) (errs []error, err error)
+}
+
+// Request is one fenced step commit, or (when Ledger is set) an unfenced ledger append, and
+// the callback that receives its outcome. Done is called exactly once, from a committer
+// goroutine, and must not block.
+type Request struct {
+	Commit store.StepCommit
+	Ledger []*messages.LedgerEntry
+	// Run is the shared run the request belongs to: its shard and its order.
+	Run  string
+	Done func(error)
+}
+
+// CommitterConfig configures a Committer. The zero value of each field means its default.
+type CommitterConfig struct {
+	// Shards is the number of writer loops (runs are hashed to one). Default 4.
+	Shards int
+	// Batch is the most requests one store call carries. Default 256.
+	Batch int
+	// Log receives retry warnings. Default: no logging.
+	Log *zap.Logger
+	// Notifier is told of every written change. Optional.
+	Notifier Notifier
+}
+
+// Validate reports a negative size.
+func (c CommitterConfig) Validate() error {
+	if c.Shards < 0 || c.Batch < 0 {
+		return errors.New("ledger: committer config: Shards and Batch must not be negative")
+	}
+	return nil
+}
+
+func (c CommitterConfig) withDefaults() CommitterConfig {
+	if c.Shards <= 0 {
+		c.Shards = 4
+	}
+	if c.Batch <= 0 {
+		c.Batch = 256
+	}
+	if c.Log == nil {
+		c.Log = zap.NewNop()
+	}
+	return c
+}
+
+// commitAttempt bounds one store call of the committer.
+const commitAttempt = 10 * time.Second
+
+// Committer batches fenced step commits and ledger appends from every run of a node into few
+// store calls. Everything of one shared run goes to the same shard and is written in
+// submission order, so a run's ledger stays causal (admission before dispatch before a step's
+// "started" before its "succeeded"). A transport failure (store down) is retried with backoff
+// until the store answers again or the committer stops: the node stays up and loses nothing
+// that was submitted.
+//
+// Its loops run in a Group (Start) and stop with it: each one stops taking requests, writes
+// what was submitted before (each write tried once more), answers every request, and returns.
+type Committer struct {
+	st       CommitStore
+	log      *zap.Logger
+	hub      Notifier
+	shards   []chan Request
+	maxBatch int
+
+	closing chan struct{} // closed when the committer starts stopping: wakes blocked submitters
+	once    sync.Once
+	mu      sync.RWMutex // guards closed; Submit holds it for reading while it hands a request in
+	closed  bool
+}
+
+// NewCommitter returns a committer whose loops are not running yet (see Start). Requests
+// submitted before Start wait in the shards' buffers.
+func NewCommitter(st CommitStore, cfg CommitterConfig) *Committer {
+	cfg = cfg.withDefaults()
+	c := &Committer{st: st, log: cfg.Log, hub: cfg.Notifier, maxBatch: cfg.Batch, closing: make(chan struct{})}
+	for i := 0; i < cfg.Shards; i++ {
+		c.shards = append(c.shards, make(chan Request, 4096))
+	}
+	return c
+}
+
+// Start runs one loop per shard in g. The loops stop when g's context ends.
+func (c *Committer) Start(g Group) {
+	for _, ch := range c.shards {
+		g.Go(func(ctx context.Context) { c.loop(ctx, ch) })
+	}
+}
+
+// Submit hands a request to its shard. It blocks only while the shard's buffer is full, and
+// reports false (r.Done is then never called) once the committer is stopping. Goroutine-safe.
+func (c *Committer) Submit(r Request) bool {
+	h := fnv.New32a()
+	if _, err := h.Write([]byte(r.Run)); err != nil {
+		return false
+	}
+	ch := c.shards[int(h.Sum32()%uint32(len(c.shards)))]
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return false
+	}
+	select {
+	case ch <- r:
+		return true
+	case <-c.closing:
+		return false
+	}
+}
+
+// shutdown makes Submit refuse from now on, once every submit in progress has returned.
+func (c *Committer) shutdown() {
+	c.once.Do(func() {
+		close(c.closing)
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+	})
+}
+
+func (c *Committer) loop(ctx context.Context, ch chan Request) {
+	batch := make([]Request, 0, c.maxBatch)
+	for {
+		select {
+		case r := <-ch:
+			batch = append(batch[:0], r)
+		case <-ctx.Done():
+			c.shutdown()
+			c.drain(ctx, ch, batch[:0])
+			return
+		}
+	fill:
+		for len(batch) < c.maxBatch {
+			select {
+			case r := <-ch:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		for len(batch) > 0 {
+			batch = c.writeSegment(ctx, batch)
+		}
+	}
+}
+
+// drain writes what was submitted before the stop, so that no caller waits for an answer
+// that never comes: each write is tried once (write and append give up retrying once ctx is
+// done and answer the error instead).
+func (c *Committer) drain(ctx context.Context, ch chan Request, batch []Request) {
+	for {
+		select {
+		case r := <-ch:
+			batch = append(batch, r)
+			if len(batch) < c.maxBatch {
+				continue
+			}
+		default:
+		}
+		if len(batch) == 0 {
+			return
+		}
+		for len(batch) > 0 {
+			batch = c.writeSegment(ctx, batch)
+		}
+	}
+}
+
+// writeSegment writes the longest prefix-compatible part of batch as one ledger append plus
+// one commit batch and returns what must wait for the next round: a request of a run whose
+// earlier request in the batch went to the other kind of write, so that every run's order
+// holds although appends are written before commits.
+func (c *Committer) writeSegment(ctx context.Context, batch []Request) []Request {
+	var appends, commits, later []Request
+	hasCommit, deferred := map[string]bool{}, map[string]bool{}
+	for _, r := range batch {
+		switch {
+		case deferred[r.Run]:
+			later = append(later, r)
+		case r.Ledger != nil && !hasCommit[r.Run]:
+			appends = append(appends, r)
+		case r.Ledger == nil:
+			commits = append(commits, r)
+			hasCommit[r.Run] = true
+		default:
+			deferred[r.Run] = true
+			later = append(later, r)
+		}
+	}
+	if len(appends) > 0 {
+		c.append(ctx, appends)
+	}
+	if len(commits) > 0 {
+		c.write(ctx, commits)
+	}
+	return later
+}
+
+// retry calls try until it succeeds, backing off between attempts, and returns its last error
+// once ctx is done. Each attempt gets its own bounded context, also after ctx is done (the
+// drain's final attempt).
+func (c *Committer) retry(ctx context.Context, what string, n int, try func(ctx context.Context) error) error {
+	backoff := 50 * time.Millisecond
+	for {
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitAttempt)
+		err := try(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		c.log.Warn(what+" failed; retrying", zap.Int("requests", n), zap.Error(err), zap.Duration("backoff", backoff))
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+		if backoff < 2*time.Second {
+			backoff *= 2
+		}
+	}
+}
+
+// append writes ledger-only requests in one call.
+func (c *Committer) append(ctx context.Context, reqs []Request) {
+	var entries []*messages.LedgerEntry
+	for _, r := range reqs {
+		entries = append(entries, r.Ledger...)
+	}
+	err := c.retry(ctx, "ledger append", len(reqs), func(ctx context.Context) error {
+		_, err := c.st.Append(ctx, entries...)
+		return err
+	})
+	for _, r := range reqs {
+		r.Done(err)
+		if err == nil && c.hub != nil {
+			c.hub.Notify(r.Run, anyTerminal(r.Ledger))
+		}
+	}
+}
+
+// write commits one batch. Retried batches may find a success already applied: the store
+// reports ErrAlreadyCommitted, which the caller treats as committed.
+func (c *Committer) write(ctx context.Context, batch []Request) {
+	commits, slot := merge(batch)
+	var errs []error
+	attempts := 0
+	err := c.retry(ctx, "commit batch", len(batch), func(ctx context.Context) error {
+		attempts++
+		var err error
+		errs, err = c.st.CommitSteps(ctx, commits)
+		return err
+	})
+	for i, r := range batch {
+		if err != nil {
+			r.Done(err)
+			continue
+		}
+		e := errs[slot[i]]
+		if attempts > 1 && errors.Is(e, store.ErrAlreadyCommitted) {
+			e = nil
+		}
+		r.Done(e)
+		if c.hub != nil {
+			c.hub.Notify(r.Run, false)
+		}
+	}
+}
+
+// merge folds a step's "running" record into a later record of the same attempt in the same
+// batch (a fast step finishes before its start was written): one fenced write then carries
+// both ledger entries, in order, and the final state. slot[i] is the commit that carries
+// batch[i].
+func merge(batch []Request) (commits []store.StepCommit, slot []int) {
+	type key struct {
+		exec, step string
+		attempts   int32
+		epoch      int64
+	}
+	slot = make([]int, len(batch))
+	pending := map[key]int{} // running record -> its index in commits
+	commits = make([]store.StepCommit, 0, len(batch))
+	for i, r := range batch {
+		st := r.Commit.Step
+		k := key{r.Commit.ExecutionID, st.GetStepId(), st.GetAttempts(), r.Commit.Epoch}
+		if j, ok := pending[k]; ok && st.GetStatus() != messages.StepRunning {
+			prev := commits[j]
+			ledger := make([]*messages.LedgerEntry, 0, len(prev.Ledger)+len(r.Commit.Ledger))
+			ledger = append(append(ledger, prev.Ledger...), r.Commit.Ledger...)
+			merged := r.Commit
+			merged.Ledger = ledger
+			if merged.Step.StartedAt == 0 {
+				merged.Step.StartedAt = prev.Step.StartedAt
+			}
+			commits[j] = merged
+			slot[i] = j
+			delete(pending, k)
+			continue
+		}
+		slot[i] = len(commits)
+		if st.GetStatus() == messages.StepRunning {
+			pending[k] = len(commits)
+		}
+		commits = append(commits, r.Commit)
+	}
+	return commits, slot
+}

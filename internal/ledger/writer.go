@@ -1,0 +1,105 @@
+package ledger
+
+import (
+	"context"
+
+	"go.uber.org/zap"
+
+	"github.com/dairuntime/dair/messages"
+)
+
+// WriterStore is what the Writer writes to directly.
+type WriterStore interface {
+	Append(ctx context.Context, entries ...*messages.LedgerEntry) ([]*messages.LedgerEntry, error)
+	UpdateRunAndAppend(ctx context.Context, id string, fn func(*messages.SharedRun) (*messages.LedgerEntry, error)) (*messages.SharedRun, *messages.LedgerEntry, error)
+}
+
+// WriterConfig configures a Writer. Every field is optional.
+type WriterConfig struct {
+	// Committer batches appends with the node's other writes. Default: none (direct appends).
+	Committer *Committer
+	// Notifier is told of every change the Writer makes. Optional.
+	Notifier Notifier
+	// Log receives write failures. Default: no logging.
+	Log *zap.Logger
+}
+
+// Writer records control-plane decisions in run ledgers and finishes runs with their terminal
+// entry. It is goroutine-safe.
+type Writer struct {
+	st      WriterStore
+	commits *Committer
+	hub     Notifier
+	log     *zap.Logger
+}
+
+// NewWriter returns a writer over st.
+func NewWriter(st WriterStore, cfg WriterConfig) *Writer {
+	if cfg.Log == nil {
+		cfg.Log = zap.NewNop()
+	}
+	return &Writer{st: st, commits: cfg.Committer, hub: cfg.Notifier, log: cfg.Log}
+}
+
+// Record appends entries (batched with other runs' writes by the committer, in order per run)
+// and wakes local waiters. It blocks until the entries are durable or ctx ends. Errors are
+// logged, not returned: history is best-effort outside the fenced step commits, which carry
+// their own entries atomically; the committer retries transport failures. Without a running
+// committer (none, or stopping) the entries are appended directly.
+func (w *Writer) Record(ctx context.Context, entries ...*messages.LedgerEntry) {
+	for len(entries) > 0 {
+		run := entries[0].SharedRunId
+		n := 1
+		for n < len(entries) && entries[n].SharedRunId == run {
+			n++
+		}
+		group := entries[:n]
+		entries = entries[n:]
+		done := make(chan error, 1)
+		if w.commits == nil || !w.commits.Submit(Request{Ledger: group, Run: run, Done: func(err error) { done <- err }}) {
+			w.appendDirect(ctx, group)
+			continue
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				w.log.Warn("ledger append failed", zap.String("kind", group[0].Kind), zap.String("shared_run_id", run), zap.Error(err))
+			}
+		case <-ctx.Done():
+			w.log.Warn("ledger append abandoned", zap.String("kind", group[0].Kind), zap.String("shared_run_id", run), zap.Error(ctx.Err()))
+		}
+	}
+}
+
+// FinishRun updates run id with fn and, when fn reports that it changed the run, appends entry
+// to the run's ledger in the same store write (a terminal status never exists without its
+// terminal entry). It returns the stored run and whether fn changed it. fn may be called more
+// than once.
+func (w *Writer) FinishRun(ctx context.Context, id string, entry *messages.LedgerEntry, fn func(r *messages.SharedRun) bool) (*messages.SharedRun, bool, error) {
+	changed := false
+	run, appended, err := w.st.UpdateRunAndAppend(ctx, id, func(r *messages.SharedRun) (*messages.LedgerEntry, error) {
+		changed = fn(r)
+		if !changed {
+			return nil, nil
+		}
+		return entry, nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if appended != nil && w.hub != nil {
+		w.hub.Notify(id, IsTerminalKind(appended.Kind))
+	}
+	return run, changed, nil
+}
+
+// appendDirect writes entries without the committer.
+func (w *Writer) appendDirect(ctx context.Context, entries []*messages.LedgerEntry) {
+	if _, err := w.st.Append(ctx, entries...); err != nil {
+		w.log.Warn("ledger append failed", zap.String("kind", entries[0].Kind), zap.String("shared_run_id", entries[0].SharedRunId), zap.Error(err))
+		return
+	}
+	if w.hub != nil {
+		w.hub.Notify(entries[0].SharedRunId, anyTerminal(entries))
+	}
+}
