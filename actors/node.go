@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dairuntime/dair/cluster"
+	"github.com/dairuntime/dair/internal/agents"
 	"github.com/dairuntime/dair/internal/handlers"
 	"github.com/dairuntime/dair/internal/lifecycle"
 	"github.com/dairuntime/dair/internal/step"
@@ -100,6 +101,10 @@ type Config struct {
 	// Lifecycle configures the per-tenant runtime lifecycle (seed 001: idle timeout, sweeps,
 	// cold start, zero retention). Zero fields mean lifecycle.DefaultConfig's values.
 	Lifecycle lifecycle.Config
+	// AgentTypes are the built-in agent types this node owns ("echo", "counter"; agent.go).
+	AgentTypes []string
+	// Agents tunes agent messaging; zero fields mean agents.DefaultConfig's values.
+	Agents agents.Config
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -203,6 +208,7 @@ type Node struct {
 	deadOnce  sync.Once
 
 	lifecycle *tenantLifecycle // per-tenant runtime lifecycle (tenantscope.go)
+	agents    *agentRuntime    // agent messaging (agent_runtime.go)
 }
 
 // Start builds and starts a node. It returns once the supervision tree has started.
@@ -312,6 +318,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
+	if err := n.startAgents(ctx); err != nil {
+		return nil, errors.Join(err, n.Stop(ctx))
+	}
 	n.watchDone = make(chan struct{})
 	n.watchStop = make(chan struct{})
 	go n.watch()
@@ -324,6 +333,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 // committer, publisher and usage writer. It is idempotent; it does not close the store.
 func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() {
+		n.stopAgents(ctx)
 		if n.watchStop != nil {
 			close(n.watchStop)
 			<-n.watchDone
