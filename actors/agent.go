@@ -214,6 +214,8 @@ type AgentWorkerInfo struct {
 	Unhealthy           bool
 	Evicted             bool
 	Leaving             bool
+	// SendBatches and PublishBatches count the requests this node's router sent the worker.
+	SendBatches, PublishBatches uint64
 }
 
 // AgentDirectory is this node's router's view: types with their owners, and workers.

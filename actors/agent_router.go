@@ -30,6 +30,8 @@ type agentRouter struct {
 	flushing bool // an agentFlush is queued
 	probing  map[string]bool
 	stopping bool
+	// sent counts the requests sent to each worker (AgentWorkerInfo.SendBatches, PublishBatches).
+	sent map[string]*[2]uint64
 }
 
 // routerCall is what a session answers: a send's caller or a publish.
@@ -111,6 +113,7 @@ func (r *agentRouter) start(c actor.Context) {
 	r.pids = map[string]*actor.PID{rt.selfID: r.worker}
 	r.batches = map[string]*messages.AgentSendRequest{}
 	r.probing = map[string]bool{}
+	r.sent = map[string]*[2]uint64{}
 	r.dir.Register(rt.catalog.Load().reg)
 	if rt.members != nil {
 		r.setMembers(c, rt.memberList())
@@ -164,6 +167,7 @@ func (r *agentRouter) routeSend(c actor.Context, m *agentRouteSend) {
 	}
 	b.Deliveries = append(b.Deliveries, &messages.AgentDelivery{Session: id, Envelope: m.env})
 	if len(b.Deliveries) >= r.rt.cfg.MaxBatch {
+		r.count(route.Worker.ID, 0)
 		c.Request(r.pid(route.Worker), b)
 		delete(r.batches, route.Worker.ID)
 		return
@@ -179,6 +183,7 @@ func (r *agentRouter) flush(c actor.Context) {
 	r.flushing = false
 	for id, b := range r.batches {
 		if w := r.table.Worker(id); w != nil {
+			r.count(id, 0)
 			c.Request(r.pid(w), b)
 		} else {
 			for _, d := range b.Deliveries { // the worker left since: its sessions were resolved
@@ -221,8 +226,19 @@ func (r *agentRouter) publish(c actor.Context, m *agentPublishCall) {
 				Payload: e.Payload, ContentType: e.ContentType, Snapshot: e.Snapshot, Deadline: e.Deadline}
 		}
 		batch.Session = r.sessions.Open(wid, routerCall{publish: p}, now, deadline, r.rt.cfg.RPCTimeout)
+		r.count(wid, 1)
 		c.Request(r.pid(r.table.Worker(wid)), batch)
 	}
+}
+
+// count counts one request to worker: kind 0 a send batch, 1 a publish batch.
+func (r *agentRouter) count(worker string, kind int) {
+	c := r.sent[worker]
+	if c == nil {
+		c = new([2]uint64)
+		r.sent[worker] = c
+	}
+	c[kind]++
 }
 
 // answer hands a resolved session to its caller.
@@ -334,6 +350,9 @@ func (r *agentRouter) view() *AgentDirectory {
 		info := AgentWorkerInfo{ID: w.ID, NodeID: w.NodeID, Address: w.Address, Self: w.Self, ActiveAgents: w.ActiveAgents,
 			Failures: w.Failures, Unhealthy: w.Unhealthy, Evicted: w.Evicted, Leaving: w.Leaving,
 			Subscriptions: len(w.Registration.GetSubscriptions())}
+		if c := r.sent[w.ID]; c != nil {
+			info.SendBatches, info.PublishBatches = c[0], c[1]
+		}
 		info.Types = append(info.Types, w.MetaTypes...)
 		for _, t := range w.Registration.GetTypes() {
 			info.Types = append(info.Types, t.Name)

@@ -101,11 +101,7 @@ func (w *agentWorker) Receive(c actor.Context) {
 	case *agentResult:
 		w.reply(c, m)
 	case agentWorkerFlush:
-		w.flushing = false
-		for k, rb := range w.replies {
-			c.Send(rb.router, rb.resp)
-			delete(w.replies, k)
-		}
+		w.flush(c)
 	case *messages.AgentHealthProbe:
 		cat := w.rt.catalog.Load()
 		reply := &messages.AgentHealthReply{WorkerId: w.rt.selfID, Version: cat.version, ActiveAgents: int32(len(w.children))}
@@ -210,6 +206,15 @@ func (w *agentWorker) reply(c actor.Context, r *agentResult) {
 	}
 }
 
+// flush sends the queued outcomes: one AgentSendResponse per router.
+func (w *agentWorker) flush(c actor.Context) {
+	w.flushing = false
+	for k, rb := range w.replies {
+		c.Send(rb.router, rb.resp)
+		delete(w.replies, k)
+	}
+}
+
 // enqueuePublish forwards a publish batch's deliveries and returns the acknowledgement.
 func (w *agentWorker) enqueuePublish(c actor.Context, b *messages.AgentPublishBatch) *messages.AgentPublishAck {
 	ack := &messages.AgentPublishAck{WorkerId: w.rt.selfID, Session: b.Session}
@@ -258,9 +263,11 @@ func (w *agentWorker) passivated(c actor.Context, m *agentPassivated) {
 	}
 }
 
-// drained answers the pending agentDrain once no agent is left to acknowledge.
+// drained answers the pending agentDrain once no agent is left to acknowledge, after sending
+// the outcomes still queued.
 func (w *agentWorker) drained(c actor.Context) {
 	if w.drainReply != nil && len(w.draining) == 0 {
+		w.flush(c)
 		c.Send(w.drainReply, true)
 		w.drainReply = nil
 	}

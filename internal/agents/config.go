@@ -101,8 +101,9 @@ func (c Config) ProbeTimeout() time.Duration {
 }
 
 // EvictionBound is the longest a silent worker stays in the directory when probes are its only
-// signal: FailureThreshold probe rounds plus one probe timeout (after defaults).
+// signal (after defaults): the wait for the next probe round, FailureThreshold rounds, and the
+// last probe's timeout.
 func (c Config) EvictionBound() time.Duration {
 	c = c.WithDefaults()
-	return time.Duration(c.FailureThreshold)*c.HealthInterval + c.ProbeTimeout()
+	return time.Duration(c.FailureThreshold+1)*c.HealthInterval + c.ProbeTimeout()
 }

@@ -115,7 +115,7 @@ func TestConfig_defaultsAndValidate(t *testing.T) {
 	if c != DefaultConfig() || c.HealthInterval != 5*time.Second || c.FailureThreshold != 2 || c.RPCTimeout != 30*time.Second {
 		t.Fatalf("defaults = %+v", c)
 	}
-	if c.ProbeTimeout() != 5*time.Second || c.EvictionBound() != 15*time.Second {
+	if c.ProbeTimeout() != 5*time.Second || c.EvictionBound() != 20*time.Second {
 		t.Fatalf("ProbeTimeout %v EvictionBound %v", c.ProbeTimeout(), c.EvictionBound())
 	}
 	low := Config{HealthInterval: 100 * time.Millisecond, RPCTimeout: 50 * time.Millisecond}
