@@ -58,7 +58,7 @@ func (a *agentActor) handle(c actor.Context, d *agentDeliver) {
 
 // run calls the handler, turning an error or a panic into an ERROR outcome.
 func (a *agentActor) run(d *agentDeliver, deadline time.Time) (o *messages.DeliveryOutcome) {
-	ctx := &agentCtx{parent: a.rt.group.Context(), deadline: deadline}
+	ctx := &agentCtx{parent: a.rt.life.Context(), deadline: deadline}
 	defer ctx.release()
 	defer func() {
 		if p := recover(); p != nil {
@@ -73,7 +73,7 @@ func (a *agentActor) run(d *agentDeliver, deadline time.Time) (o *messages.Deliv
 	return agents.Delivered(resp, a.agent.contentType, a.rt.selfID)
 }
 
-// agentCtx is the context of one handler call: the node's stop context with the envelope's
+// agentCtx is the context of one handler call: the agent runtime's stop context with the envelope's
 // deadline, armed lazily (no timer exists unless the handler asks for Done), and cancelled when
 // the call returns. It is goroutine-safe.
 type agentCtx struct {

@@ -204,6 +204,11 @@ func (rt *agentRuntime) stop(ctx context.Context) {
 		rt.log.Warn("stop the agent router", zap.Error(err))
 	}
 	close(rt.stopped)
+	lifeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+	if err := rt.life.Stop(lifeCtx); err != nil { // cancels the handlers still running
+		rt.log.Warn("stop the agent handlers", zap.Error(err))
+	}
+	cancel()
 	for _, stop := range rt.stopTicks {
 		stop()
 	}

@@ -39,7 +39,10 @@ type agentRuntime struct {
 	members *cluster.Membership // nil without a cluster
 	selfID  string              // worker id: the member (actor system) id
 	nodeID  string
-	group   *workgroup.Group // the node's: handler contexts derive from its stop context
+	group   *workgroup.Group // the node's: the ticks and the membership watcher run in it
+	// life is the runtime's own group: handler contexts derive from its stop context, which
+	// Stop cancels once the drain is over or its time ran out.
+	life *workgroup.Group
 	sup     *actor.PID
 	router  *actor.PID
 	worker  *actor.PID
@@ -78,7 +81,7 @@ func (n *Node) startAgents(ctx context.Context) error {
 		return fmt.Errorf("actors: config: %w", err)
 	}
 	rt := &agentRuntime{node: n, system: e.system, log: e.log.Named("agents"), cfg: e.cfg.Agents.WithDefaults(),
-		members: e.cfg.Cluster, selfID: e.incarnation, nodeID: e.nodeID, group: e.group, stopped: make(chan struct{})}
+		members: e.cfg.Cluster, selfID: e.incarnation, nodeID: e.nodeID, group: e.group, life: workgroup.New(), stopped: make(chan struct{})}
 	cat := &agentCatalog{version: 1, types: map[string]*agentTypeSpec{}}
 	for _, name := range e.cfg.AgentTypes {
 		h, ok := builtinAgents[name]
