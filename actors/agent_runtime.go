@@ -42,10 +42,10 @@ type agentRuntime struct {
 	group   *workgroup.Group // the node's: the ticks and the membership watcher run in it
 	// life is the runtime's own group: handler contexts derive from its stop context, which
 	// Stop cancels once the drain is over or its time ran out.
-	life *workgroup.Group
-	sup     *actor.PID
-	router  *actor.PID
-	worker  *actor.PID
+	life   *workgroup.Group
+	sup    *actor.PID
+	router *actor.PID
+	worker *actor.PID
 
 	table atomic.Pointer[agents.Table]
 	// catalog is the current catalog; catMu serializes its writers.

@@ -181,7 +181,7 @@ func TestAgent_Publish_exactPrefixAndSourceMapping(t *testing.T) {
 	probe.AutoReply(func(*testkit.AgentCall) ([]byte, error) { return nil, nil })
 	ctx := context.Background()
 	ids, err := n.Subscribe(ctx,
-		&messages.Subscription{TenantId: "acme", Topic: "orders", AgentType: "counter"},                 // key = topic source
+		&messages.Subscription{TenantId: "acme", Topic: "orders", AgentType: "counter"},                          // key = topic source
 		&messages.Subscription{TenantId: "acme", TopicPrefix: "orders", AgentType: "counter", AgentKey: "audit"}, // fixed key
 		&messages.Subscription{TenantId: "globex", Topic: "orders", AgentType: "counter", AgentKey: "theirs"})
 	if err != nil || len(ids) != 3 {
