@@ -154,8 +154,11 @@ func (n *Node) SendAgentEnvelope(ctx context.Context, env *messages.MessageEnvel
 	if err := agents.ValidateAgentID(env.Recipient); err != nil {
 		return nil, fmt.Errorf("actors: send agent: %w", err)
 	}
+	if n.agents == nil {
+		return nil, ErrAgentsStopped
+	}
 	if env.Id == "" {
-		env.Id = ids.New("msg")
+		env.Id = n.agents.messageID()
 	}
 	return n.agents.send(ctx, env)
 }
@@ -170,7 +173,10 @@ func (n *Node) PublishAgent(ctx context.Context, topic *messages.TopicId, payloa
 	if err := agents.ValidateTopic(topic); err != nil {
 		return 0, fmt.Errorf("actors: publish: %w", err)
 	}
-	env := &messages.MessageEnvelope{Id: ids.New("msg"), Topic: topic, Payload: payload, ContentType: "application/json", Snapshot: snap}
+	if n.agents == nil {
+		return 0, ErrAgentsStopped
+	}
+	env := &messages.MessageEnvelope{Id: n.agents.messageID(), Topic: topic, Payload: payload, ContentType: "application/json", Snapshot: snap}
 	return n.agents.publish(ctx, env)
 }
 

@@ -18,17 +18,19 @@ import (
 // whose deadline passed while it waited in the mailbox is answered TIMEOUT without running the
 // handler.
 type agentActor struct {
-	rt    *agentRuntime
-	key   agents.Key
-	agent Agent
+	rt        *agentRuntime
+	key       agents.Key
+	agent     Agent
+	processed uint64 // deliveries handled
 }
 
 func (a *agentActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *agentDeliver:
+		a.processed++
 		a.handle(c, m)
-	case *agentPassivate:
-		c.Send(c.Parent(), &agentPassivated{key: a.key, forwarded: m.forwarded, state: a.agent.state})
+	case agentPassivate:
+		c.Send(c.Parent(), &agentPassivated{key: a.key, processed: a.processed, state: a.agent.state})
 	case agentDrainMarker:
 		c.Send(c.Parent(), &agentDrainAck{key: a.key})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -16,10 +17,12 @@ import (
 // Local messages of the agent runtime (never sent to another node).
 type (
 	// agentLocalSend asks this node's worker to deliver env; the outcome goes to done.
+	// deliver, when set, is the checked delivery to forward.
 	agentLocalSend struct {
-		env    *messages.MessageEnvelope
-		tenant string
-		done   chan<- *messages.DeliveryOutcome
+		env     *messages.MessageEnvelope
+		tenant  string
+		done    chan<- *messages.DeliveryOutcome
+		deliver *agentDeliver
 	}
 	// agentRouteSend asks this node's router to deliver env under a session.
 	agentRouteSend struct {
@@ -80,16 +83,31 @@ func (rt *agentRuntime) send(ctx context.Context, env *messages.MessageEnvelope)
 	if route.Worker == nil {
 		return agents.Undeliverable(route.Reason, ""), nil
 	}
-	done := make(chan *messages.DeliveryOutcome, 1)
+	done := outcomeChans.Get().(chan *messages.DeliveryOutcome)
 	if route.Worker.Self {
-		rt.system.Root.Send(rt.worker, &agentLocalSend{env: env, tenant: tenant, done: done})
+		spec, refused := rt.check(env, tenant)
+		if refused != nil {
+			outcomeChans.Put(done)
+			return refused, nil
+		}
+		d := &agentDeliver{env: env, tenant: tenant, spec: spec, done: done}
+		if slot := rt.slots.get(agents.KeyOf(tenant, env.Recipient)); slot != nil && slot.acquire() {
+			rt.system.Root.Send(slot.pid, d) // the active agent, past the worker
+		} else {
+			rt.system.Root.Send(rt.worker, &agentLocalSend{env: env, tenant: tenant, done: done, deliver: d})
+		}
 	} else {
 		rt.system.Root.Send(rt.router, &agentRouteSend{env: env, tenant: tenant, done: done})
 	}
-	timer := time.NewTimer(deadline.Sub(now))
-	defer timer.Stop()
+	timer := timers.Get().(*time.Timer)
+	timer.Reset(deadline.Sub(now))
+	defer func() {
+		timer.Stop() // since Go 1.23 no stale tick stays in the channel after Stop
+		timers.Put(timer)
+	}()
 	select {
 	case o := <-done:
+		outcomeChans.Put(done) // drained, and nothing else holds it: reusable
 		return o, nil
 	case <-timer.C:
 		return agents.TimedOut(agents.Reason(agents.ReasonDeadlineExceeded, "no reply from agent %s/%s before the deadline",
@@ -103,6 +121,17 @@ func (rt *agentRuntime) send(ctx context.Context, env *messages.MessageEnvelope)
 		return agents.Undeliverable(agents.Reason(agents.ReasonStopping, "node %s stopped", rt.nodeID), route.Worker.ID), nil
 	}
 }
+
+// outcomeChans and timers recycle the per-send reply channel and deadline timer. A channel goes
+// back only once its one outcome was received, so a late answer never lands in a reused one.
+var (
+	outcomeChans = sync.Pool{New: func() any { return make(chan *messages.DeliveryOutcome, 1) }}
+	timers       = sync.Pool{New: func() any {
+		t := time.NewTimer(time.Hour)
+		t.Stop()
+		return t
+	}}
+)
 
 // publish hands env to the router and waits for the workers' acknowledgements.
 func (rt *agentRuntime) publish(ctx context.Context, env *messages.MessageEnvelope) (int, error) {
@@ -215,6 +244,11 @@ func (rt *agentRuntime) stop(ctx context.Context) {
 	if err := rt.system.Root.StopFuture(rt.sup).Wait(); err != nil {
 		rt.log.Warn("stop the agent runtime", zap.Error(err))
 	}
+	poolCtx, cancelPool := context.WithTimeout(context.Background(), time.Second)
+	if err := rt.pool.Stop(poolCtx); err != nil {
+		rt.log.Warn("stop the agent mailbox pool", zap.Error(err))
+	}
+	cancelPool()
 }
 
 // agentSupervisor is the parent of a node's agent worker and router.
@@ -228,12 +262,13 @@ func (s *agentSupervisor) Receive(c actor.Context) {
 		return
 	}
 	worker, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return newAgentWorker(s.rt) },
-		actor.WithSupervisor(agentSupervision)), "worker")
+		actor.WithSupervisor(agentSupervision), actor.WithDispatcher(s.rt.dispatcher)), "worker")
 	if err != nil {
 		s.rt.log.Error("spawn agent worker", zap.Error(err))
 		return
 	}
-	router, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return newAgentRouter(s.rt, worker) }), "router")
+	router, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return newAgentRouter(s.rt, worker) },
+		actor.WithDispatcher(s.rt.dispatcher)), "router")
 	if err != nil {
 		s.rt.log.Error("spawn agent router", zap.Error(err))
 		return

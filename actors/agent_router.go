@@ -243,6 +243,9 @@ func (r *agentRouter) count(worker string, kind int) {
 
 // answer hands a resolved session to its caller.
 func (r *agentRouter) answer(s agents.Resolution[routerCall]) {
+	if s.Outcome.WorkerId == "" {
+		s.Outcome.WorkerId = s.Worker
+	}
 	if s.Value.send != nil {
 		s.Value.send <- s.Outcome
 		return

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,11 +44,17 @@ type agentRuntime struct {
 	// life is the runtime's own group: handler contexts derive from its stop context, which
 	// Stop cancels once the drain is over or its time ran out.
 	life   *workgroup.Group
+	// pool runs the agent actors' mailboxes (agentDispatcher); it stops after them.
+	pool       *workgroup.Group
+	dispatcher *agentDispatcher
 	sup    *actor.PID
 	router *actor.PID
 	worker *actor.PID
 
 	table atomic.Pointer[agents.Table]
+	slots *agentSlots // active agents, for direct local deliveries
+	msgs  atomic.Uint64
+
 	// catalog is the current catalog; catMu serializes its writers.
 	catalog atomic.Pointer[agentCatalog]
 	catMu   sync.Mutex
@@ -81,7 +88,9 @@ func (n *Node) startAgents(ctx context.Context) error {
 		return fmt.Errorf("actors: config: %w", err)
 	}
 	rt := &agentRuntime{node: n, system: e.system, log: e.log.Named("agents"), cfg: e.cfg.Agents.WithDefaults(),
-		members: e.cfg.Cluster, selfID: e.incarnation, nodeID: e.nodeID, group: e.group, life: workgroup.New(), stopped: make(chan struct{})}
+		members: e.cfg.Cluster, selfID: e.incarnation, nodeID: e.nodeID, group: e.group, life: workgroup.New(), pool: workgroup.New(), stopped: make(chan struct{})}
+	rt.dispatcher = newAgentDispatcher(rt.pool)
+	rt.slots = newAgentSlots()
 	cat := &agentCatalog{version: 1, types: map[string]*agentTypeSpec{}}
 	for _, name := range e.cfg.AgentTypes {
 		h, ok := builtinAgents[name]
@@ -157,6 +166,30 @@ func (rt *agentRuntime) announce(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// check returns the type serving a delivery of tenant to env's recipient, or the outcome
+// refusing it: no tenant, a type this worker does not own, a tenant the type excludes.
+func (rt *agentRuntime) check(env *messages.MessageEnvelope, tenant string) (*agentTypeSpec, *messages.DeliveryOutcome) {
+	if tenant == "" {
+		return nil, agents.Undeliverable(agents.Reason(agents.ReasonMissingTenant, "the message has no snapshot tenant"), rt.selfID)
+	}
+	typ := env.GetRecipient().GetType()
+	spec := rt.catalog.Load().types[typ]
+	if spec == nil {
+		return nil, agents.Undeliverable(agents.Reason(agents.ReasonTypeNotRegistered, "worker %s does not own agent type %q",
+			rt.selfID, typ), rt.selfID)
+	}
+	if !agents.TenantAllowed(spec.tenants, tenant) {
+		return nil, agents.Undeliverable(agents.Reason(agents.ReasonTenantRefused, "tenant %q may not reach agents of type %q",
+			tenant, typ), rt.selfID)
+	}
+	return spec, nil
+}
+
+// messageID returns a new envelope id, unique across processes (the worker id) and cheap.
+func (rt *agentRuntime) messageID() string {
+	return "msg-" + rt.selfID + "-" + strconv.FormatUint(rt.msgs.Add(1), 36)
 }
 
 // setCatalogLocked publishes cat with its registration (catMu held, or before start).

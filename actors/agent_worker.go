@@ -31,8 +31,10 @@ type agentWorker struct {
 // agentChild is the worker's record of one active agent.
 type agentChild struct {
 	pid         *actor.PID
-	forwarded   uint64 // deliveries sent to it
-	gen         uint64 // sweep generation of its last delivery
+	slot        *agentSlot // its entry for direct local deliveries
+	forwarded   uint64     // deliveries the worker sent it
+	gen         uint64     // sweep generation of its last delivery through the worker
+	seen        uint64     // direct deliveries counted at the last sweep
 	passivating bool
 }
 
@@ -62,10 +64,10 @@ type (
 		session   uint64
 		outcome   *messages.DeliveryOutcome
 	}
-	agentPassivate  struct{ forwarded uint64 }
+	agentPassivate  struct{}
 	agentPassivated struct {
 		key       agents.Key
-		forwarded uint64
+		processed uint64 // deliveries the agent handled
 		state     any
 	}
 	agentDrainMarker struct{}
@@ -85,7 +87,11 @@ func newAgentWorker(rt *agentRuntime) *agentWorker {
 func (w *agentWorker) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *agentLocalSend:
-		w.deliver(c, &agentDeliver{env: m.env, tenant: m.tenant, done: m.done})
+		d := m.deliver
+		if d == nil {
+			d = &agentDeliver{env: m.env, tenant: m.tenant, done: m.done}
+		}
+		w.deliver(c, d)
 	case *messages.AgentSendRequest:
 		router := c.Sender()
 		if router == nil {
@@ -93,8 +99,13 @@ func (w *agentWorker) Receive(c actor.Context) {
 			return
 		}
 		for _, d := range m.Deliveries {
-			w.deliver(c, &agentDeliver{env: d.Envelope, tenant: d.Envelope.GetSnapshot().GetTenantId(), router: router,
-				routerKey: m.RouterId, session: d.Session})
+			ad := &agentDeliver{env: d.Envelope, tenant: d.Envelope.GetSnapshot().GetTenantId(), router: router,
+				routerKey: m.RouterId, session: d.Session}
+			if err := agents.ValidateAgentID(d.Envelope.GetRecipient()); err != nil {
+				w.finish(c, ad, agents.Undeliverable(agents.Reason(agents.ReasonNoLiveOwner, "%v", err), w.rt.selfID))
+				continue
+			}
+			w.deliver(c, ad)
 		}
 	case *messages.AgentPublishBatch:
 		c.Respond(w.enqueuePublish(c, m))
@@ -128,35 +139,16 @@ func (w *agentWorker) Receive(c actor.Context) {
 	}
 }
 
-// check returns the spec serving d, or the outcome refusing it.
-func (w *agentWorker) check(env *messages.MessageEnvelope, tenant string) (*agentTypeSpec, *messages.DeliveryOutcome) {
-	self := w.rt.selfID
-	if tenant == "" {
-		return nil, agents.Undeliverable(agents.Reason(agents.ReasonMissingTenant, "the message has no snapshot tenant"), self)
-	}
-	if err := agents.ValidateAgentID(env.GetRecipient()); err != nil {
-		return nil, agents.Undeliverable(agents.Reason(agents.ReasonNoLiveOwner, "%v", err), self)
-	}
-	spec := w.rt.catalog.Load().types[env.Recipient.Type]
-	if spec == nil {
-		return nil, agents.Undeliverable(agents.Reason(agents.ReasonTypeNotRegistered, "worker %s does not own agent type %q",
-			self, env.Recipient.Type), self)
-	}
-	if !agents.TenantAllowed(spec.tenants, tenant) {
-		return nil, agents.Undeliverable(agents.Reason(agents.ReasonTenantRefused, "tenant %q may not reach agents of type %q",
-			tenant, env.Recipient.Type), self)
-	}
-	return spec, nil
-}
-
 // deliver forwards d to its agent, activating it first if needed.
 func (w *agentWorker) deliver(c actor.Context, d *agentDeliver) {
-	spec, refused := w.check(d.env, d.tenant)
-	if refused != nil {
-		w.finish(c, d, refused)
-		return
+	if d.spec == nil {
+		spec, refused := w.rt.check(d.env, d.tenant)
+		if refused != nil {
+			w.finish(c, d, refused)
+			return
+		}
+		d.spec = spec
 	}
-	d.spec = spec
 	key := agents.KeyOf(d.tenant, d.env.Recipient)
 	ch := w.children[key]
 	if ch == nil {
@@ -172,8 +164,10 @@ func (w *agentWorker) activate(c actor.Context, key agents.Key, id *messages.Age
 	state := w.states[key]
 	delete(w.states, key)
 	a := &agentActor{rt: w.rt, key: key, agent: Agent{id: id, tenant: key.Tenant, state: state, node: w.rt.node}}
-	ch := &agentChild{pid: c.Spawn(actor.PropsFromProducer(func() actor.Actor { return a }))}
+	pid := c.Spawn(actor.PropsFromProducer(func() actor.Actor { return a }, actor.WithDispatcher(w.rt.dispatcher)))
+	ch := &agentChild{pid: pid, slot: &agentSlot{pid: pid}}
 	w.children[key] = ch
+	w.rt.slots.put(key, ch.slot)
 	return ch
 }
 
@@ -194,6 +188,7 @@ func (w *agentWorker) reply(c actor.Context, r *agentResult) {
 		rb = &workerReplies{router: r.router, resp: &messages.AgentSendResponse{WorkerId: w.rt.selfID}}
 		w.replies[r.routerKey] = rb
 	}
+	r.outcome.WorkerId = "" // the response names the worker once; the router fills it in
 	rb.resp.Results = append(rb.resp.Results, &messages.AgentDeliveryResult{Session: r.session, Outcome: r.outcome})
 	if len(rb.resp.Results) >= w.rt.cfg.MaxBatch {
 		c.Send(rb.router, rb.resp)
@@ -220,23 +215,33 @@ func (w *agentWorker) enqueuePublish(c actor.Context, b *messages.AgentPublishBa
 	ack := &messages.AgentPublishAck{WorkerId: w.rt.selfID, Session: b.Session}
 	for _, env := range b.Envelopes {
 		d := &agentDeliver{env: env, tenant: env.GetSnapshot().GetTenantId()}
-		if _, refused := w.check(env, d.tenant); refused != nil {
+		spec, refused := w.rt.check(env, d.tenant)
+		if refused == nil && agents.ValidateAgentID(env.GetRecipient()) != nil {
+			refused = agents.Undeliverable(agents.Reason(agents.ReasonNoLiveOwner, "invalid recipient"), w.rt.selfID)
+		}
+		if refused != nil {
 			ack.Reason = refused.Reason
 			continue
 		}
+		d.spec = spec
 		w.deliver(c, d)
 		ack.Accepted++
 	}
 	return ack
 }
 
-// sweep asks the agents idle for agentIdleSweeps sweeps to passivate.
+// sweep asks the agents idle for agentIdleSweeps sweeps to passivate. Direct deliveries count
+// as activity: an agent whose direct count moved since the last sweep is marked used.
 func (w *agentWorker) sweep(c actor.Context) {
 	w.gen++
 	for _, ch := range w.children {
+		if direct := ch.slot.state.Load() &^ slotClosed; direct != ch.seen {
+			ch.seen, ch.gen = direct, w.gen
+		}
 		if !ch.passivating && ch.gen+agentIdleSweeps <= w.gen {
 			ch.passivating = true
-			c.Send(ch.pid, &agentPassivate{forwarded: ch.forwarded})
+			ch.seen = ch.slot.close()
+			c.Send(ch.pid, agentPassivate{})
 		}
 	}
 }
@@ -248,11 +253,13 @@ func (w *agentWorker) passivated(c actor.Context, m *agentPassivated) {
 	if ch == nil {
 		return
 	}
-	if ch.forwarded != m.forwarded {
+	if m.processed != ch.forwarded+ch.seen { // deliveries arrived since it was asked
 		ch.passivating = false
+		ch.slot.reopen()
 		return
 	}
 	delete(w.children, m.key)
+	w.rt.slots.remove(m.key)
 	if m.state != nil {
 		w.states[m.key] = m.state
 	}

@@ -151,6 +151,7 @@ type AgentClusterOptions struct {
 type AgentCluster struct {
 	t     testing.TB
 	nodes []*AgentClusterNode
+	types map[*AgentClusterNode][]string
 }
 
 // AgentClusterNode is one node of an AgentCluster.
@@ -172,7 +173,7 @@ func StartAgentCluster(t testing.TB, opts AgentClusterOptions) *AgentCluster {
 	if opts.Profile == "" {
 		opts.Profile = cluster.ProfileLocal
 	}
-	c := &AgentCluster{t: t}
+	c := &AgentCluster{t: t, types: map[*AgentClusterNode][]string{}}
 	var seed []string
 	for i := range opts.N {
 		var types []string
@@ -181,6 +182,7 @@ func StartAgentCluster(t testing.TB, opts AgentClusterOptions) *AgentCluster {
 		}
 		n := startAgentNode(t, "a"+strconv.Itoa(i+1), types, opts, seed)
 		c.nodes = append(c.nodes, n)
+		c.types[n] = types
 		if i == 0 {
 			seed = []string{n.Membership.Self().MemberlistAddr}
 		}
@@ -226,19 +228,18 @@ func (c *AgentCluster) ActorNodes() []*actors.Node {
 }
 
 // WaitConverged waits until every node still up lists, in its router's directory, exactly the
-// workers of the nodes still up, each registered, healthy and not evicted. It fails the test
-// after 15 s.
+// workers of the nodes still up, each healthy, not evicted and owning its built-in types. It
+// fails the test after 15 s.
 func (c *AgentCluster) WaitConverged() {
 	c.t.Helper()
 	var last string
 	err := WaitFor(context.Background(), 20*time.Millisecond, withDeadline(agentProbeWait, func() (bool, error) {
-		var want []string
+		want := map[string][]string{}
 		for _, n := range c.nodes {
 			if !n.down {
-				want = append(want, n.Node.Incarnation())
+				want[n.Node.Incarnation()] = c.types[n]
 			}
 		}
-		slices.Sort(want)
 		for _, n := range c.nodes {
 			if n.down {
 				continue
@@ -256,23 +257,28 @@ func (c *AgentCluster) WaitConverged() {
 	}
 }
 
-// sees reports whether the node's router lists exactly the workers want, all usable.
-func (n *AgentClusterNode) sees(want []string) (bool, string) {
+// sees reports whether the node's router lists exactly the workers of want (worker id -> its
+// types), all usable and owning their types.
+func (n *AgentClusterNode) sees(want map[string][]string) (bool, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	d, err := n.Node.AgentDirectory(ctx)
 	if err != nil {
 		return false, err.Error()
 	}
-	var got []string
-	for _, w := range d.Workers {
-		if w.Evicted || w.Unhealthy || w.Leaving {
-			return false, fmt.Sprintf("worker %s: evicted %v unhealthy %v leaving %v", w.ID, w.Evicted, w.Unhealthy, w.Leaving)
-		}
-		got = append(got, w.ID)
+	if len(d.Workers) != len(want) {
+		return false, fmt.Sprintf("%d workers, want %d", len(d.Workers), len(want))
 	}
-	if !slices.Equal(got, want) {
-		return false, fmt.Sprintf("workers %v, want %v", got, want)
+	for _, w := range d.Workers {
+		types, ok := want[w.ID]
+		if !ok || w.Evicted || w.Unhealthy || w.Leaving {
+			return false, fmt.Sprintf("worker %+v", w)
+		}
+		for _, typ := range types {
+			if !slices.Contains(w.Types, typ) {
+				return false, fmt.Sprintf("worker %s lacks type %s", w.ID, typ)
+			}
+		}
 	}
 	return true, ""
 }

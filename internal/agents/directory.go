@@ -166,10 +166,12 @@ func (d *Directory) ProbeSucceeded(id string, activeAgents int) bool {
 }
 
 // ProbeFailed records a failed probe and reports whether the worker must now be evicted (its
-// consecutive failures reached the threshold). The caller then calls Evict.
+// consecutive failures reached the threshold). The caller then calls Evict. A member that has
+// neither registered nor advertised agent types is not an agent worker yet (its node is still
+// starting): its failed probes do not count.
 func (d *Directory) ProbeFailed(id string) (evict bool) {
 	w := d.workers[id]
-	if w == nil || w.Self || w.Evicted {
+	if w == nil || w.Self || w.Evicted || w.Registration == nil && len(w.MetaTypes) == 0 {
 		return false
 	}
 	w.Failures++

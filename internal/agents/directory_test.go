@@ -125,12 +125,26 @@ func TestDirectory_membership_seedRules(t *testing.T) {
 	if len(targets) != 1 || targets[0].ID != "w2" {
 		t.Fatalf("ProbeTargets = %+v (evicted members are still probed, self never)", targets)
 	}
+	// A member that is not an agent worker yet (no registration, no types) is not failed by
+	// its probes; one that advertises types is.
+	d.SetMembers([]Member{{ID: "r"}, {ID: "w2", Address: "a2"}, {ID: "w4", Address: "a4"}, {ID: "w5", Address: "a5", Types: []string{"echo"}}})
+	for range 3 {
+		if d.ProbeFailed("w4") {
+			t.Fatal("a starting member was evicted")
+		}
+	}
+	if w, _ := d.Worker("w4"); w.Failures != 0 {
+		t.Fatalf("starting member failures = %d", w.Failures)
+	}
+	if d.ProbeFailed("w5"); !d.ProbeFailed("w5") {
+		t.Fatal("a member advertising types was not evicted after 2 failed probes")
+	}
 	d.Register(&messages.AgentWorkerRegistration{WorkerId: "w3", Version: 1})
 	d.Evict("w3")
 	if _, ok := d.Worker("w3"); ok {
 		t.Fatal("an evicted non-member is still known")
 	}
-	if ws := d.Workers(); len(ws) != 2 || !ws[0].Self {
+	if ws := d.Workers(); len(ws) != 4 || !ws[0].Self {
 		t.Fatalf("Workers = %+v", ws)
 	}
 }
