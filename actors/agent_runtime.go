@@ -43,13 +43,13 @@ type agentRuntime struct {
 	group   *workgroup.Group // the node's: the ticks and the membership watcher run in it
 	// life is the runtime's own group: handler contexts derive from its stop context, which
 	// Stop cancels once the drain is over or its time ran out.
-	life   *workgroup.Group
+	life *workgroup.Group
 	// pool runs the agent actors' mailboxes (agentDispatcher); it stops after them.
 	pool       *workgroup.Group
 	dispatcher *agentDispatcher
-	sup    *actor.PID
-	router *actor.PID
-	worker *actor.PID
+	sup        *actor.PID
+	router     *actor.PID
+	worker     *actor.PID
 
 	table atomic.Pointer[agents.Table]
 	slots *agentSlots // active agents, for direct local deliveries
