@@ -224,10 +224,12 @@ type AgentWorkerInfo struct {
 	SendBatches, PublishBatches uint64
 }
 
-// AgentDirectory is this node's router's view: types with their owners, and workers.
+// AgentDirectory is this node's router's view: types with their owners, workers, and the
+// router's pending sessions (the router is idle when there are none).
 type AgentDirectory struct {
-	Types   []AgentTypeInfo
-	Workers []AgentWorkerInfo
+	Types           []AgentTypeInfo
+	Workers         []AgentWorkerInfo
+	PendingSessions int
 }
 
 // AgentDirectory returns this node's router's view of the agent directory. It blocks for one

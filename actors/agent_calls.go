@@ -186,6 +186,15 @@ func (rt *agentRuntime) directory(ctx context.Context) (*AgentDirectory, error) 
 	return d, nil
 }
 
+// idle reports whether no facade call is in progress and the router has no pending session.
+func (rt *agentRuntime) idle(ctx context.Context) bool {
+	if rt.inflight.Load() > 0 {
+		return false
+	}
+	d, err := rt.directory(ctx)
+	return err == nil && d.PendingSessions == 0
+}
+
 // stopAgents shuts the agent runtime down in order: stop taking new work (the facade refuses,
 // the other routers are told this worker is leaving and its types leave the node meta), drain
 // (wait for the calls in progress, then for every agent to handle what it had queued) until ctx
@@ -212,7 +221,7 @@ func (rt *agentRuntime) stop(ctx context.Context) {
 			rt.log.Warn("announce the agent worker's departure", zap.Error(err))
 		}
 	}
-	for rt.inflight.Load() > 0 && ctx.Err() == nil {
+	for !rt.idle(ctx) && ctx.Err() == nil {
 		t := time.NewTimer(drainPoll)
 		select {
 		case <-ctx.Done():

@@ -81,10 +81,10 @@ func (r *agentRouter) Receive(c actor.Context) {
 			r.probe(c, w.ID)
 		}
 	case *agentEndpointDown:
-		for _, w := range r.dir.ProbeTargets() {
-			if w.Address == m.address {
-				r.probe(c, w.ID)
-			}
+		r.probeAt(c, m.address)
+	case *actor.DeadLetterResponse: // a request went to a worker whose endpoint is gone
+		if m.Target != nil {
+			r.probeAt(c, m.Target.Address)
 		}
 	case *agentMembersMsg:
 		r.setMembers(c, m.members)
@@ -304,6 +304,15 @@ func (r *agentRouter) probe(c actor.Context, id string) {
 	})
 }
 
+// probeAt probes the workers at actor address addr at once.
+func (r *agentRouter) probeAt(c actor.Context, addr string) {
+	for _, w := range r.dir.ProbeTargets() {
+		if w.Address == addr {
+			r.probe(c, w.ID)
+		}
+	}
+}
+
 // evict drops worker id from routing and resolves its pending sessions as UNDELIVERABLE.
 func (r *agentRouter) evict(id, why string) {
 	if !r.dir.Evict(id) {
@@ -345,7 +354,7 @@ func (r *agentRouter) failAll(why string) {
 
 // view returns the router's directory for AgentDirectory.
 func (r *agentRouter) view() *AgentDirectory {
-	d := &AgentDirectory{}
+	d := &AgentDirectory{PendingSessions: r.sessions.Pending()}
 	for _, t := range r.table.Types() {
 		d.Types = append(d.Types, AgentTypeInfo{Name: t, Owners: r.table.Owners(t)})
 	}
