@@ -86,6 +86,13 @@ func benchSends(b *testing.B, n *actors.Node, conc int) {
 	if f := failed.Load(); f > 0 {
 		b.Fatalf("%d of %d sends not delivered", f, b.N)
 	}
+	if d, err := n.AgentDirectory(ctx); err == nil {
+		for _, w := range d.Workers {
+			if w.SendBatches > 0 {
+				b.Logf("%.1f sends per request to worker %s", float64(b.N+benchKeys)/float64(w.SendBatches), w.NodeID)
+			}
+		}
+	}
 	reportAgentLatency(b, slices.Concat(lat...), b.N, elapsed)
 }
 

@@ -71,7 +71,9 @@ func (r *agentRouter) Receive(c actor.Context) {
 		r.publish(c, m)
 	case *messages.AgentPublishAck:
 		if s, ok := r.sessions.Resolve(m.Session, agents.Delivered(nil, "", m.WorkerId)); ok {
-			s.Value.publish.delivered += int(m.Accepted)
+			if s.Value.publish != nil {
+				s.Value.publish.delivered += int(m.Accepted)
+			}
 			r.answer(s)
 		}
 	case agentTickMsg:
@@ -104,8 +106,8 @@ func (r *agentRouter) Receive(c actor.Context) {
 	}
 }
 
-// start builds the directory: this worker's registration (requested from the worker),
-// the current members, and probes that fetch the other workers' registrations.
+// start builds the directory: this worker's registration (from the runtime's catalog), the
+// current members, and probes that fetch the other workers' registrations.
 func (r *agentRouter) start(c actor.Context) {
 	rt := r.rt
 	r.dir = agents.NewDirectory(rt.cfg, agents.Member{ID: rt.selfID, NodeID: rt.nodeID, Address: rt.system.Address()})

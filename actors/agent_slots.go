@@ -72,6 +72,19 @@ func (s *agentSlots) remove(k agents.Key) {
 	sh.mu.Unlock()
 }
 
+// clear closes and forgets every slot (the worker restarts or stops; its agents stop).
+func (s *agentSlots) clear() {
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for k, slot := range sh.m {
+			slot.close()
+			delete(sh.m, k)
+		}
+		sh.mu.Unlock()
+	}
+}
+
 // acquire counts one direct delivery, unless the slot is closed (false).
 func (a *agentSlot) acquire() bool {
 	for {

@@ -136,6 +136,9 @@ func (w *agentWorker) Receive(c actor.Context) {
 		w.drained(c)
 	case agentActiveReq:
 		c.Respond(len(w.children))
+	case *actor.Restarting, *actor.Stopping:
+		// The agents stop with the worker: callers must go through the next worker instance.
+		w.rt.slots.clear()
 	}
 }
 
