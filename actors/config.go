@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dairuntime/dair/cluster"
+	"github.com/dairuntime/dair/internal/agents"
 	"github.com/dairuntime/dair/internal/lifecycle"
 	"github.com/dairuntime/dair/internal/step"
 	"github.com/dairuntime/dair/internal/store"
@@ -95,6 +96,10 @@ type Config struct {
 	// Lifecycle configures the per-tenant runtime lifecycle (seed 001: idle timeout, sweeps,
 	// cold start, zero retention). Zero fields mean lifecycle.DefaultConfig's values.
 	Lifecycle lifecycle.Config
+	// AgentTypes are the built-in agent types this node owns ("echo", "counter"; agent.go).
+	AgentTypes []string
+	// Agents tunes agent messaging; zero fields mean agents.DefaultConfig's values.
+	Agents agents.Config
 }
 
 // Validate reports a configuration Start would refuse (no store, an unknown role or submit

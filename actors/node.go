@@ -41,6 +41,8 @@ type Node struct {
 	stopOnce  sync.Once
 	stopErr   error
 	deadOnce  sync.Once
+
+	agents *agentRuntime // agent messaging (agent_runtime.go)
 }
 
 // Start builds and starts a node. It returns once the supervision tree has started and the
@@ -87,6 +89,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			n.abort(ctx)
 			return nil, err
 		}
+	}
+	if err := n.startAgents(ctx); err != nil {
+		return nil, errors.Join(err, n.Stop(ctx))
 	}
 	n.startWatch()
 	n.env.log.Info("node started", zap.Strings("roles", cfg.Roles), zap.String("incarnation", n.env.incarnation))
@@ -192,6 +197,7 @@ func (n *Node) Stop(ctx context.Context) error {
 
 func (n *Node) stop(ctx context.Context) error {
 	n.stopping.Store(true)
+	n.stopAgents(ctx)
 	if n.stopWatch != nil {
 		n.stopWatch()
 	}

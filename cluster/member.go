@@ -26,6 +26,9 @@ type Member struct {
 	Roles []string
 	// Kinds are the protoactor cluster kinds (none for dair nodes).
 	Kinds []string
+	// AgentTypes are the agent types the node's agent worker owns (see
+	// Membership.SetAgentTypes).
+	AgentTypes []string
 	// MemberlistAddr is the node's memberlist host:port.
 	MemberlistAddr string
 }
@@ -37,13 +40,14 @@ func (m Member) HasRole(role string) bool { return slices.Contains(m.Roles, role
 func (m Member) equal(o Member) bool {
 	return m.ID == o.ID && m.NodeID == o.NodeID && m.Host == o.Host && m.Port == o.Port &&
 		m.MemberlistAddr == o.MemberlistAddr && slices.Equal(m.Roles, o.Roles) &&
-		slices.Equal(m.Kinds, o.Kinds)
+		slices.Equal(m.Kinds, o.Kinds) && slices.Equal(m.AgentTypes, o.AgentTypes)
 }
 
 // clone returns a deep copy of m.
 func (m Member) clone() Member {
 	m.Roles = slices.Clone(m.Roles)
 	m.Kinds = slices.Clone(m.Kinds)
+	m.AgentTypes = slices.Clone(m.AgentTypes)
 	return m
 }
 
@@ -97,6 +101,8 @@ type nodeMeta struct {
 	Port   int      `json:"p"`
 	Roles  []string `json:"r,omitempty"`
 	Kinds  []string `json:"k,omitempty"`
+	// AgentTypes are the node's agent types (Membership.SetAgentTypes).
+	AgentTypes []string `json:"a,omitempty"`
 	// Leaving is set just before a graceful Leave, so peers skip the leave grace period.
 	Leaving bool `json:"l,omitempty"`
 }
@@ -136,6 +142,7 @@ func memberFromNode(n *memberlist.Node) (Member, error) {
 		Address:        net.JoinHostPort(meta.Host, strconv.Itoa(meta.Port)),
 		Roles:          meta.Roles,
 		Kinds:          meta.Kinds,
+		AgentTypes:     meta.AgentTypes,
 		MemberlistAddr: n.Address(),
 	}, nil
 }

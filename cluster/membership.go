@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -112,6 +113,45 @@ func (m *Membership) Self() Member { return m.provider.Self() }
 // without bound, so a slow reader never delays membership or loses MemberLeft. Shutdown closes
 // every subscription.
 func (m *Membership) Subscribe(buf int) (<-chan Event, func()) { return m.provider.Subscribe(buf) }
+
+// SetAgentTypes advertises types as this node's agent types (Member.AgentTypes on every member),
+// replacing the previous list, and broadcasts the change. It blocks until the broadcast went out
+// or the profile's leave timeout passed (the change still spreads by gossip then). It returns
+// ErrMetaTooLarge, leaving the advertisement unchanged, when the node meta would exceed
+// memberlist's 512-byte limit, and ErrShutdown before start or after Shutdown.
+func (m *Membership) SetAgentTypes(types []string) error { return m.provider.setAgentTypes(types) }
+
+// setAgentTypes replaces the agent types of the node meta and broadcasts it (Membership.SetAgentTypes).
+func (p *Provider) setAgentTypes(types []string) error {
+	p.lifeMu.Lock()
+	if p.stopped || !p.started {
+		p.lifeMu.Unlock()
+		return ErrShutdown
+	}
+	next := p.meta
+	next.AgentTypes = slices.Clone(types)
+	leaving := next
+	leaving.Leaving = true
+	if _, err := encodeMeta(leaving); err != nil { // the leave announcement must fit too
+		p.lifeMu.Unlock()
+		return err
+	}
+	meta, err := encodeMeta(next)
+	if err != nil {
+		p.lifeMu.Unlock()
+		return err
+	}
+	// Shutdown reads p.meta after marking the provider stopped under lifeMu, so this write
+	// either happens before that or not at all.
+	p.meta = next
+	p.d.setMeta(meta)
+	ml := p.ml
+	p.lifeMu.Unlock()
+	if err := ml.UpdateNode(p.tm.leave); err != nil {
+		return fmt.Errorf("cluster: broadcast agent types: %w", err)
+	}
+	return nil
+}
 
 // Cluster returns protoactor's cluster object (topology via Cluster().MemberList). Grains are
 // not supported: no kinds are registered.

@@ -1,0 +1,379 @@
+package actors
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/dairuntime/dair/internal/agents"
+	"github.com/dairuntime/dair/messages"
+)
+
+// agentRouter is a node's agent router (seed 003's host role, on every node): it owns the
+// worker directory (agents.Directory: membership, registrations, health) and the pending-session
+// table of the sends and publish batches it forwards, and publishes the routing table for the
+// node's callers. Sends to remote workers are batched per worker within one mailbox run; each
+// publish is resolved once and sent as one batch per destination worker. Every request to a
+// worker has a session bounded by its deadline and the RPC timeout, and is resolved when the
+// worker is evicted or leaves, so nothing waits on a lost message.
+type agentRouter struct {
+	rt       *agentRuntime
+	worker   *actor.PID // this node's worker
+	dir      *agents.Directory
+	table    *agents.Table
+	sessions *agents.Sessions[routerCall]
+	pids     map[string]*actor.PID // worker id -> worker PID
+	batches  map[string]*messages.AgentSendRequest
+	flushing bool // an agentFlush is queued
+	probing  map[string]bool
+	stopping bool
+	// sent counts the requests sent to each worker (AgentWorkerInfo.SendBatches, PublishBatches).
+	sent map[string]*[2]uint64
+}
+
+// routerCall is what a session answers: a send's caller or a publish.
+type routerCall struct {
+	send    chan<- *messages.DeliveryOutcome
+	publish *routerPublish
+}
+
+// routerPublish is a publish waiting for the acknowledgements of its batches.
+type routerPublish struct {
+	remaining, delivered int
+	done                 chan<- publishResult
+}
+
+// agentFlush makes the router send the batches built during one mailbox run.
+type agentFlush struct{}
+
+func newAgentRouter(rt *agentRuntime, worker *actor.PID) *agentRouter {
+	return &agentRouter{rt: rt, worker: worker}
+}
+
+func (r *agentRouter) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		r.start(c)
+	case *agentRouteSend:
+		r.routeSend(c, m)
+	case agentFlush:
+		r.flush(c)
+	case *messages.AgentSendResponse:
+		for _, res := range m.Results {
+			if s, ok := r.sessions.Resolve(res.Session, res.Outcome); ok {
+				r.answer(s)
+			}
+		}
+	case *agentPublishCall:
+		r.publish(c, m)
+	case *messages.AgentPublishAck:
+		if s, ok := r.sessions.Resolve(m.Session, agents.Delivered(nil, "", m.WorkerId)); ok {
+			if s.Value.publish != nil {
+				s.Value.publish.delivered += int(m.Accepted)
+			}
+			r.answer(s)
+		}
+	case agentTickMsg:
+		r.expire()
+	case agentHealthTickMsg:
+		for _, w := range r.dir.ProbeTargets() {
+			r.probe(c, w.ID)
+		}
+	case *agentEndpointDown:
+		r.probeAt(c, m.address)
+	case *actor.DeadLetterResponse: // a request went to a worker whose endpoint is gone
+		if m.Target != nil {
+			r.probeAt(c, m.Target.Address)
+		}
+	case *agentMembersMsg:
+		r.setMembers(c, m.members)
+	case *messages.AgentWorkerRegistration:
+		if r.dir.Register(m) {
+			r.publishTable()
+		}
+		c.Respond(&messages.AgentRegistrationAck{RouterId: r.rt.selfID, Version: m.Version})
+	case agentStopRouting:
+		r.stopping = true
+		r.failAll("node " + r.rt.nodeID + " is stopping")
+		c.Respond(true)
+	case agentDirectoryReq:
+		c.Respond(r.view())
+	case *actor.Stopping, *actor.Restarting:
+		r.failAll("the agent router of node " + r.rt.nodeID + " stopped")
+	}
+}
+
+// start builds the directory: this worker's registration (from the runtime's catalog), the
+// current members, and probes that fetch the other workers' registrations.
+func (r *agentRouter) start(c actor.Context) {
+	rt := r.rt
+	r.dir = agents.NewDirectory(rt.cfg, agents.Member{ID: rt.selfID, NodeID: rt.nodeID, Address: rt.system.Address()})
+	r.sessions = agents.NewSessions[routerCall]()
+	r.pids = map[string]*actor.PID{rt.selfID: r.worker}
+	r.batches = map[string]*messages.AgentSendRequest{}
+	r.probing = map[string]bool{}
+	r.sent = map[string]*[2]uint64{}
+	r.dir.Register(rt.catalog.Load().reg)
+	if rt.members != nil {
+		r.setMembers(c, rt.memberList())
+	}
+	r.publishTable()
+}
+
+// publishTable rebuilds the routing table and publishes it to the node's callers.
+func (r *agentRouter) publishTable() {
+	r.table = r.dir.Table()
+	r.rt.table.Store(r.table)
+	for id := range r.pids {
+		if id != r.rt.selfID && r.table.Worker(id) == nil {
+			delete(r.pids, id)
+		}
+	}
+}
+
+// pid returns the worker actor of worker w.
+func (r *agentRouter) pid(w *agents.WorkerRoute) *actor.PID {
+	if w.Self {
+		return r.worker
+	}
+	p := r.pids[w.ID]
+	if p == nil || p.Address != w.Address {
+		p = actor.NewPID(w.Address, agentPIDName(w.NodeID)+"/worker")
+		r.pids[w.ID] = p
+	}
+	return p
+}
+
+func (r *agentRouter) routeSend(c actor.Context, m *agentRouteSend) {
+	if r.stopping {
+		m.done <- agents.Undeliverable(agents.Reason(agents.ReasonStopping, "node %s is stopping", r.rt.nodeID), "")
+		return
+	}
+	route := r.table.Route(m.tenant, m.env.Recipient)
+	switch {
+	case route.Worker == nil:
+		m.done <- agents.Undeliverable(route.Reason, "")
+		return
+	case route.Worker.Self: // the table changed since the caller looked
+		c.Send(r.worker, &agentLocalSend{env: m.env, tenant: m.tenant, done: m.done})
+		return
+	}
+	id := r.sessions.Open(route.Worker.ID, routerCall{send: m.done}, time.Now(), time.Unix(0, m.env.Deadline), r.rt.cfg.RPCTimeout)
+	b := r.batches[route.Worker.ID]
+	if b == nil {
+		b = &messages.AgentSendRequest{RouterId: r.rt.selfID}
+		r.batches[route.Worker.ID] = b
+	}
+	b.Deliveries = append(b.Deliveries, &messages.AgentDelivery{Session: id, Envelope: m.env})
+	if len(b.Deliveries) >= r.rt.cfg.MaxBatch {
+		r.count(route.Worker.ID, 0)
+		c.Request(r.pid(route.Worker), b)
+		delete(r.batches, route.Worker.ID)
+		return
+	}
+	if !r.flushing {
+		r.flushing = true
+		c.Send(c.Self(), agentFlush{})
+	}
+}
+
+// flush sends every batch built since the last flush: one request per worker.
+func (r *agentRouter) flush(c actor.Context) {
+	r.flushing = false
+	for id, b := range r.batches {
+		if w := r.table.Worker(id); w != nil {
+			r.count(id, 0)
+			c.Request(r.pid(w), b)
+		} else {
+			for _, d := range b.Deliveries { // the worker left since: its sessions were resolved
+				if s, ok := r.sessions.Resolve(d.Session, agents.Undeliverable(agents.Reason(agents.ReasonWorkerEvicted,
+					"worker %s left before the message went out", id), id)); ok {
+					r.answer(s)
+				}
+			}
+		}
+		delete(r.batches, id)
+	}
+}
+
+// publish resolves the tenant's subscriptions once and sends one batch per destination worker.
+func (r *agentRouter) publish(c actor.Context, m *agentPublishCall) {
+	if r.stopping {
+		m.done <- publishResult{err: ErrAgentsStopped}
+		return
+	}
+	plan := agents.Resolve(r.dir.Index(), r.table, m.tenant, m.env.Topic)
+	if len(plan.Refused) > 0 {
+		r.rt.log.Debug("publish: recipients refused", zap.Int("refused", len(plan.Refused)), zap.String("first", plan.Refused[0].Reason))
+	}
+	if len(plan.Workers) == 0 {
+		m.done <- publishResult{}
+		return
+	}
+	p := &routerPublish{remaining: len(plan.Workers), done: m.done}
+	now := time.Now()
+	var deadline time.Time
+	if m.env.Deadline != 0 {
+		deadline = time.Unix(0, m.env.Deadline)
+	}
+	for _, wid := range plan.Workers {
+		recips := plan.ByWorker[wid]
+		batch := &messages.AgentPublishBatch{RouterId: r.rt.selfID, Envelopes: make([]*messages.MessageEnvelope, len(recips))}
+		for i, id := range recips {
+			e := m.env
+			batch.Envelopes[i] = &messages.MessageEnvelope{Id: e.Id, Sender: e.Sender, Recipient: id, Topic: e.Topic,
+				Payload: e.Payload, ContentType: e.ContentType, Snapshot: e.Snapshot, Deadline: e.Deadline}
+		}
+		batch.Session = r.sessions.Open(wid, routerCall{publish: p}, now, deadline, r.rt.cfg.RPCTimeout)
+		r.count(wid, 1)
+		c.Request(r.pid(r.table.Worker(wid)), batch)
+	}
+}
+
+// count counts one request to worker: kind 0 a send batch, 1 a publish batch.
+func (r *agentRouter) count(worker string, kind int) {
+	c := r.sent[worker]
+	if c == nil {
+		c = new([2]uint64)
+		r.sent[worker] = c
+	}
+	c[kind]++
+}
+
+// answer hands a resolved session to its caller.
+func (r *agentRouter) answer(s agents.Resolution[routerCall]) {
+	if s.Outcome.WorkerId == "" {
+		s.Outcome.WorkerId = s.Worker
+	}
+	if s.Value.send != nil {
+		s.Value.send <- s.Outcome
+		return
+	}
+	p := s.Value.publish
+	if p.remaining--; p.remaining == 0 {
+		p.done <- publishResult{deliveries: p.delivered}
+	}
+}
+
+// expire times out sessions past their deadline and marks workers that missed the RPC timeout
+// unhealthy (evicting those that reach the failure threshold).
+func (r *agentRouter) expire() {
+	timeouts, sick := r.sessions.Expire(time.Now())
+	for _, s := range timeouts {
+		r.answer(s)
+	}
+	changed := false
+	for _, w := range sick {
+		changed = true
+		r.rt.log.Warn("agent worker missed the RPC timeout", zap.String("worker", w), zap.Duration("rpc_timeout", r.rt.cfg.RPCTimeout))
+		if r.dir.RPCTimedOut(w) {
+			r.evict(w, fmt.Sprintf("missed the RPC timeout (%v)", r.rt.cfg.RPCTimeout))
+		}
+	}
+	if changed {
+		r.publishTable()
+	}
+}
+
+// probe sends one health probe to worker id unless one is in flight; the answer comes back
+// into the router's mailbox.
+func (r *agentRouter) probe(c actor.Context, id string) {
+	w, ok := r.dir.Worker(id)
+	if !ok || w.Self || r.probing[id] || w.Address == "" {
+		return
+	}
+	r.probing[id] = true
+	pid := actor.NewPID(w.Address, agentPIDName(w.NodeID)+"/worker")
+	f := c.RequestFuture(pid, &messages.AgentHealthProbe{RouterId: r.rt.selfID, KnownVersion: r.dir.KnownVersion(id)}, r.rt.cfg.ProbeTimeout())
+	c.ReenterAfter(f, func(res any, err error) {
+		delete(r.probing, id)
+		reply, ok := res.(*messages.AgentHealthReply)
+		if err != nil || !ok || reply.WorkerId != id {
+			if r.dir.ProbeFailed(id) {
+				r.evict(id, fmt.Sprintf("failed %d consecutive health probes", r.rt.cfg.FailureThreshold))
+			}
+			r.publishTable()
+			return
+		}
+		r.dir.ProbeSucceeded(id, int(reply.ActiveAgents))
+		if reply.Registration != nil {
+			r.dir.Register(reply.Registration)
+		}
+		r.publishTable()
+	})
+}
+
+// probeAt probes the workers at actor address addr at once.
+func (r *agentRouter) probeAt(c actor.Context, addr string) {
+	for _, w := range r.dir.ProbeTargets() {
+		if w.Address == addr {
+			r.probe(c, w.ID)
+		}
+	}
+}
+
+// evict drops worker id from routing and resolves its pending sessions as UNDELIVERABLE.
+func (r *agentRouter) evict(id, why string) {
+	if !r.dir.Evict(id) {
+		return
+	}
+	r.rt.log.Warn("agent worker evicted", zap.String("worker", id), zap.String("why", why))
+	for _, s := range r.sessions.EvictWorker(id, why) {
+		r.answer(s)
+	}
+	r.publishTable()
+}
+
+// setMembers applies the alive member set; members that left have their sessions resolved as
+// UNDELIVERABLE, new ones are probed at once (which fetches their registration).
+func (r *agentRouter) setMembers(c actor.Context, ms []agents.Member) {
+	for _, id := range r.dir.SetMembers(ms) {
+		r.rt.log.Info("agent worker left the cluster", zap.String("worker", id))
+		for _, s := range r.sessions.EvictWorker(id, "left the cluster") {
+			r.answer(s)
+		}
+	}
+	r.publishTable()
+	for _, w := range r.dir.ProbeTargets() {
+		if w.Registration == nil {
+			r.probe(c, w.ID)
+		}
+	}
+}
+
+// failAll resolves every pending session as UNDELIVERABLE (stopping).
+func (r *agentRouter) failAll(why string) {
+	if r.sessions == nil {
+		return
+	}
+	for _, s := range r.sessions.FailAll(why) {
+		r.answer(s)
+	}
+}
+
+// view returns the router's directory for AgentDirectory.
+func (r *agentRouter) view() *AgentDirectory {
+	d := &AgentDirectory{PendingSessions: r.sessions.Pending()}
+	for _, t := range r.table.Types() {
+		d.Types = append(d.Types, AgentTypeInfo{Name: t, Owners: r.table.Owners(t)})
+	}
+	for _, w := range r.dir.Workers() {
+		info := AgentWorkerInfo{ID: w.ID, NodeID: w.NodeID, Address: w.Address, Self: w.Self, ActiveAgents: w.ActiveAgents,
+			Failures: w.Failures, Unhealthy: w.Unhealthy, Evicted: w.Evicted, Leaving: w.Leaving,
+			Subscriptions: len(w.Registration.GetSubscriptions())}
+		if c := r.sent[w.ID]; c != nil {
+			info.SendBatches, info.PublishBatches = c[0], c[1]
+		}
+		info.Types = append(info.Types, w.MetaTypes...)
+		for _, t := range w.Registration.GetTypes() {
+			info.Types = append(info.Types, t.Name)
+		}
+		slices.Sort(info.Types)
+		info.Types = slices.Compact(info.Types)
+		d.Workers = append(d.Workers, info)
+	}
+	return d
+}

@@ -1,0 +1,284 @@
+package actors
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/dairuntime/dair/internal/agents"
+	"github.com/dairuntime/dair/messages"
+)
+
+// agentWorker is a node's agent worker (seed 003's worker runtime): it serves the types of the
+// runtime's catalog, activates each agent (tenant, type, key) as a child actor (agent_actor.go)
+// on its first delivery, forwards every delivery to it in arrival order, and passivates agents
+// that received nothing for about the idle timeout (their state is kept here and handed back on
+// the next activation). Outcomes of remote sends go back to the sending router in one
+// AgentSendResponse per router and mailbox run; they are not acknowledged, because the router's
+// session table bounds every wait (deadline, RPC timeout, eviction). Publish batches are
+// acknowledged once their deliveries are enqueued.
+type agentWorker struct {
+	rt       *agentRuntime
+	children map[agents.Key]*agentChild
+	states   map[agents.Key]any // state of passivated agents
+	gen      uint64             // sweep generation
+	replies  map[string]*workerReplies
+	flushing bool
+	// drainReply answers an agentDrain once every agent in draining acknowledged its marker.
+	drainReply *actor.PID
+	draining   map[agents.Key]bool
+}
+
+// agentChild is the worker's record of one active agent.
+type agentChild struct {
+	pid         *actor.PID
+	slot        *agentSlot // its entry for direct local deliveries
+	forwarded   uint64     // deliveries the worker sent it
+	gen         uint64     // sweep generation of its last delivery through the worker
+	seen        uint64     // direct deliveries counted at the last sweep
+	passivating bool
+}
+
+// workerReplies are the outcomes for one router waiting for the next flush.
+type workerReplies struct {
+	router *actor.PID
+	resp   *messages.AgentSendResponse
+}
+
+// Messages between the worker and its agents.
+type (
+	// agentDeliver is one delivery to an agent. Exactly one of done (local send), router
+	// (remote send, with its session) or neither (publish) says where the outcome goes.
+	agentDeliver struct {
+		env       *messages.MessageEnvelope
+		tenant    string
+		spec      *agentTypeSpec
+		done      chan<- *messages.DeliveryOutcome
+		router    *actor.PID
+		routerKey string
+		session   uint64
+	}
+	// agentResult carries a remote send's outcome from an agent to the worker.
+	agentResult struct {
+		router    *actor.PID
+		routerKey string
+		session   uint64
+		outcome   *messages.DeliveryOutcome
+	}
+	agentPassivate  struct{}
+	agentPassivated struct {
+		key       agents.Key
+		processed uint64 // deliveries the agent handled
+		state     any
+	}
+	agentDrainMarker struct{}
+	agentDrainAck    struct{ key agents.Key }
+	agentWorkerFlush struct{}
+)
+
+// agentIdleSweeps is how many sweeps (each IdleTimeout/2 apart) an agent must go without a
+// delivery to be passivated: it then was idle between IdleTimeout and 1.5 × IdleTimeout.
+const agentIdleSweeps = 3
+
+func newAgentWorker(rt *agentRuntime) *agentWorker {
+	return &agentWorker{rt: rt, children: map[agents.Key]*agentChild{}, states: map[agents.Key]any{},
+		replies: map[string]*workerReplies{}}
+}
+
+func (w *agentWorker) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *agentLocalSend:
+		d := m.deliver
+		if d == nil {
+			d = &agentDeliver{env: m.env, tenant: m.tenant, done: m.done}
+		}
+		w.deliver(c, d)
+	case *messages.AgentSendRequest:
+		router := c.Sender()
+		if router == nil {
+			w.rt.log.Warn("agent send request without sender dropped", zap.String("router", m.RouterId))
+			return
+		}
+		for _, d := range m.Deliveries {
+			ad := &agentDeliver{env: d.Envelope, tenant: d.Envelope.GetSnapshot().GetTenantId(), router: router,
+				routerKey: m.RouterId, session: d.Session}
+			if err := agents.ValidateAgentID(d.Envelope.GetRecipient()); err != nil {
+				w.finish(c, ad, agents.Undeliverable(agents.Reason(agents.ReasonNoLiveOwner, "%v", err), w.rt.selfID))
+				continue
+			}
+			w.deliver(c, ad)
+		}
+	case *messages.AgentPublishBatch:
+		c.Respond(w.enqueuePublish(c, m))
+	case *agentResult:
+		w.reply(c, m)
+	case agentWorkerFlush:
+		w.flush(c)
+	case *messages.AgentHealthProbe:
+		cat := w.rt.catalog.Load()
+		reply := &messages.AgentHealthReply{WorkerId: w.rt.selfID, Version: cat.version, ActiveAgents: int32(len(w.children))}
+		if m.KnownVersion < cat.version {
+			reply.Registration = cat.reg
+		}
+		c.Respond(reply)
+	case agentSweepMsg:
+		w.sweep(c)
+	case *agentPassivated:
+		w.passivated(c, m)
+	case agentDrain:
+		w.drainReply, w.draining = c.Sender(), map[agents.Key]bool{}
+		for k, ch := range w.children {
+			w.draining[k] = true
+			c.Send(ch.pid, agentDrainMarker{})
+		}
+		w.drained(c)
+	case *agentDrainAck:
+		delete(w.draining, m.key)
+		w.drained(c)
+	case agentActiveReq:
+		c.Respond(len(w.children))
+	case *actor.Restarting, *actor.Stopping:
+		// The agents stop with the worker: callers must go through the next worker instance.
+		w.rt.slots.clear()
+	}
+}
+
+// deliver forwards d to its agent, activating it first if needed.
+func (w *agentWorker) deliver(c actor.Context, d *agentDeliver) {
+	if d.spec == nil {
+		spec, refused := w.rt.check(d.env, d.tenant)
+		if refused != nil {
+			w.finish(c, d, refused)
+			return
+		}
+		d.spec = spec
+	}
+	key := agents.KeyOf(d.tenant, d.env.Recipient)
+	ch := w.children[key]
+	if ch == nil {
+		ch = w.activate(c, key, d.env.Recipient)
+	}
+	ch.forwarded++
+	ch.gen = w.gen
+	c.Send(ch.pid, d)
+}
+
+// activate spawns the agent of key with the state it had when it was passivated.
+func (w *agentWorker) activate(c actor.Context, key agents.Key, id *messages.AgentId) *agentChild {
+	state := w.states[key]
+	delete(w.states, key)
+	a := &agentActor{rt: w.rt, key: key, agent: Agent{id: id, tenant: key.Tenant, state: state, node: w.rt.node}}
+	pid := c.Spawn(actor.PropsFromProducer(func() actor.Actor { return a }, actor.WithDispatcher(w.rt.dispatcher)))
+	ch := &agentChild{pid: pid, slot: &agentSlot{pid: pid}}
+	w.children[key] = ch
+	w.rt.slots.put(key, ch.slot)
+	return ch
+}
+
+// finish sends a refusal to where d's outcome goes.
+func (w *agentWorker) finish(c actor.Context, d *agentDeliver, o *messages.DeliveryOutcome) {
+	switch {
+	case d.done != nil:
+		d.done <- o
+	case d.router != nil:
+		w.reply(c, &agentResult{router: d.router, routerKey: d.routerKey, session: d.session, outcome: o})
+	}
+}
+
+// reply queues an outcome for its router; the queue is flushed after the current mailbox run.
+func (w *agentWorker) reply(c actor.Context, r *agentResult) {
+	rb := w.replies[r.routerKey]
+	if rb == nil {
+		rb = &workerReplies{router: r.router, resp: &messages.AgentSendResponse{WorkerId: w.rt.selfID}}
+		w.replies[r.routerKey] = rb
+	}
+	r.outcome.WorkerId = "" // the response names the worker once; the router fills it in
+	rb.resp.Results = append(rb.resp.Results, &messages.AgentDeliveryResult{Session: r.session, Outcome: r.outcome})
+	if len(rb.resp.Results) >= w.rt.cfg.MaxBatch {
+		c.Send(rb.router, rb.resp)
+		delete(w.replies, r.routerKey)
+		return
+	}
+	if !w.flushing {
+		w.flushing = true
+		c.Send(c.Self(), agentWorkerFlush{})
+	}
+}
+
+// flush sends the queued outcomes: one AgentSendResponse per router.
+func (w *agentWorker) flush(c actor.Context) {
+	w.flushing = false
+	for k, rb := range w.replies {
+		c.Send(rb.router, rb.resp)
+		delete(w.replies, k)
+	}
+}
+
+// enqueuePublish forwards a publish batch's deliveries and returns the acknowledgement.
+func (w *agentWorker) enqueuePublish(c actor.Context, b *messages.AgentPublishBatch) *messages.AgentPublishAck {
+	ack := &messages.AgentPublishAck{WorkerId: w.rt.selfID, Session: b.Session}
+	for _, env := range b.Envelopes {
+		d := &agentDeliver{env: env, tenant: env.GetSnapshot().GetTenantId()}
+		spec, refused := w.rt.check(env, d.tenant)
+		if refused == nil && agents.ValidateAgentID(env.GetRecipient()) != nil {
+			refused = agents.Undeliverable(agents.Reason(agents.ReasonNoLiveOwner, "invalid recipient"), w.rt.selfID)
+		}
+		if refused != nil {
+			ack.Reason = refused.Reason
+			continue
+		}
+		d.spec = spec
+		w.deliver(c, d)
+		ack.Accepted++
+	}
+	return ack
+}
+
+// sweep asks the agents idle for agentIdleSweeps sweeps to passivate. Direct deliveries count
+// as activity: an agent whose direct count moved since the last sweep is marked used.
+func (w *agentWorker) sweep(c actor.Context) {
+	w.gen++
+	for _, ch := range w.children {
+		if direct := ch.slot.state.Load() &^ slotClosed; direct != ch.seen {
+			ch.seen, ch.gen = direct, w.gen
+		}
+		if !ch.passivating && ch.gen+agentIdleSweeps <= w.gen {
+			ch.passivating = true
+			ch.seen = ch.slot.close()
+			c.Send(ch.pid, agentPassivate{})
+		}
+	}
+}
+
+// passivated stops an agent that handled everything forwarded to it and keeps its state; an
+// agent that got deliveries since it was asked stays active.
+func (w *agentWorker) passivated(c actor.Context, m *agentPassivated) {
+	ch := w.children[m.key]
+	if ch == nil {
+		return
+	}
+	if m.processed != ch.forwarded+ch.seen { // deliveries arrived since it was asked
+		ch.passivating = false
+		ch.slot.reopen()
+		return
+	}
+	delete(w.children, m.key)
+	w.rt.slots.remove(m.key)
+	if m.state != nil {
+		w.states[m.key] = m.state
+	}
+	c.Stop(ch.pid)
+	if w.draining[m.key] {
+		delete(w.draining, m.key)
+		w.drained(c)
+	}
+}
+
+// drained answers the pending agentDrain once no agent is left to acknowledge, after sending
+// the outcomes still queued.
+func (w *agentWorker) drained(c actor.Context) {
+	if w.drainReply != nil && len(w.draining) == 0 {
+		w.flush(c)
+		c.Send(w.drainReply, true)
+		w.drainReply = nil
+	}
+}

@@ -1,0 +1,198 @@
+package agents
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/dairuntime/dair/messages"
+)
+
+// Outcome reason codes. An outcome's Reason is "<code>: <detail>"; ReasonCode extracts the code.
+// The codes are stable: surfaces and tests match on them.
+const (
+	// ReasonNoLiveOwner: no live worker owns the recipient's agent type.
+	ReasonNoLiveOwner = "no-live-owner"
+	// ReasonWorkerEvicted: the owning worker was evicted (failed probes, left the cluster) while
+	// the message was pending.
+	ReasonWorkerEvicted = "worker-evicted"
+	// ReasonTenantRefused: the sender's tenant may not reach that agent.
+	ReasonTenantRefused = "tenant-refused"
+	// ReasonMissingTenant: the envelope has no snapshot tenant.
+	ReasonMissingTenant = "missing-tenant"
+	// ReasonTypeNotRegistered: the worker the message reached does not own the type (any more).
+	ReasonTypeNotRegistered = "type-not-registered"
+	// ReasonDeadlineExceeded: the deadline passed before the reply.
+	ReasonDeadlineExceeded = "deadline-exceeded"
+	// ReasonStopping: the runtime is stopping and takes no new work, or failed pending work.
+	ReasonStopping = "stopping"
+	// ReasonNoRecipientKey: a subscription without a key matched a topic without a source.
+	ReasonNoRecipientKey = "no-recipient-key"
+	// ReasonAgentPanicked: the handler panicked (status ERROR; the agent restarts).
+	ReasonAgentPanicked = "agent-panicked"
+)
+
+// Limits on names.
+const (
+	maxTypeLen = 64
+	maxKeyLen  = 256
+)
+
+// Key identifies one agent activation: agents are tenant-scoped, so the tenant is part of it.
+// It is comparable and used as a map key.
+type Key struct {
+	Tenant, Type, Key string
+}
+
+// KeyOf returns the Key of id under tenant.
+func KeyOf(tenant string, id *messages.AgentId) Key {
+	return Key{Tenant: tenant, Type: id.GetType(), Key: id.GetKey()}
+}
+
+// String returns "tenant/type/key".
+func (k Key) String() string { return k.Tenant + "/" + k.Type + "/" + k.Key }
+
+// ValidateType checks an agent type name: 1 to 64 characters of a-z, 0-9, '.', '_' and '-',
+// starting with a letter.
+func ValidateType(name string) error {
+	if name == "" || len(name) > maxTypeLen {
+		return fmt.Errorf("%w: type %q must have 1 to %d characters", ErrInvalidAgentID, name, maxTypeLen)
+	}
+	for i, r := range name {
+		ok := r >= 'a' && r <= 'z' || i > 0 && (r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
+		if !ok {
+			return fmt.Errorf("%w: type %q: want a-z first, then a-z, 0-9, '.', '_', '-'", ErrInvalidAgentID, name)
+		}
+	}
+	return nil
+}
+
+// ValidateAgentID checks id: a valid type and a key of 1 to 256 bytes of UTF-8 without control
+// characters.
+func ValidateAgentID(id *messages.AgentId) error {
+	if id == nil {
+		return fmt.Errorf("%w: no agent id", ErrInvalidAgentID)
+	}
+	if err := ValidateType(id.Type); err != nil {
+		return err
+	}
+	return validateKey(id.Key)
+}
+
+func validateKey(key string) error {
+	if key == "" || len(key) > maxKeyLen || !utf8.ValidString(key) {
+		return fmt.Errorf("%w: key must be 1 to %d bytes of UTF-8", ErrInvalidAgentID, maxKeyLen)
+	}
+	if strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return fmt.Errorf("%w: key %q has a control character", ErrInvalidAgentID, key)
+	}
+	return nil
+}
+
+// ValidateTopic checks a topic: a type of 1 to 256 bytes of UTF-8 without control characters;
+// the source may be empty.
+func ValidateTopic(t *messages.TopicId) error {
+	if t == nil {
+		return fmt.Errorf("%w: no topic", ErrInvalidTopic)
+	}
+	if err := validateKey(t.Type); err != nil {
+		return fmt.Errorf("%w: type: %w", ErrInvalidTopic, err)
+	}
+	if t.Source != "" {
+		if err := validateKey(t.Source); err != nil {
+			return fmt.Errorf("%w: source: %w", ErrInvalidTopic, err)
+		}
+	}
+	return nil
+}
+
+// ValidateSubscription checks s: a tenant, exactly one of topic and topic prefix, a valid agent
+// type and, when set, a valid agent key.
+func ValidateSubscription(s *messages.Subscription) error {
+	switch {
+	case s == nil:
+		return fmt.Errorf("%w: nil", ErrInvalidSubscription)
+	case s.TenantId == "":
+		return fmt.Errorf("%w: no tenant", ErrInvalidSubscription)
+	case (s.Topic == "") == (s.TopicPrefix == ""):
+		return fmt.Errorf("%w: want exactly one of topic and topic prefix", ErrInvalidSubscription)
+	}
+	if err := ValidateType(s.AgentType); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidSubscription, err)
+	}
+	if s.AgentKey != "" {
+		if err := validateKey(s.AgentKey); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidSubscription, err)
+		}
+	}
+	return nil
+}
+
+// TenantOf returns the envelope's snapshot tenant, or ErrNoTenant.
+func TenantOf(env *messages.MessageEnvelope) (string, error) {
+	t := env.GetSnapshot().GetTenantId()
+	if t == "" {
+		return "", ErrNoTenant
+	}
+	return t, nil
+}
+
+// TenantAllowed reports whether an agent type restricted to tenants (empty: every tenant)
+// accepts messages of tenant.
+func TenantAllowed(tenants []string, tenant string) bool {
+	return len(tenants) == 0 || slices.Contains(tenants, tenant)
+}
+
+// Reason formats an outcome reason "<code>: <detail>".
+func Reason(code, format string, args ...any) string {
+	return code + ": " + fmt.Sprintf(format, args...)
+}
+
+// ReasonCode returns the code of an outcome reason ("no-live-owner" of
+// "no-live-owner: ..."), or "" when the reason has none.
+func ReasonCode(reason string) string {
+	code, _, ok := strings.Cut(reason, ": ")
+	if !ok || strings.ContainsAny(code, " \t") {
+		return ""
+	}
+	return code
+}
+
+// Delivered returns a DELIVERED outcome with the agent's response.
+func Delivered(resp []byte, contentType, worker string) *messages.DeliveryOutcome {
+	return &messages.DeliveryOutcome{Status: messages.DeliveryOutcome_DELIVERED, Response: resp,
+		ContentType: contentType, WorkerId: worker}
+}
+
+// TimedOut returns a TIMEOUT outcome.
+func TimedOut(reason, worker string) *messages.DeliveryOutcome {
+	return &messages.DeliveryOutcome{Status: messages.DeliveryOutcome_TIMEOUT, Reason: reason, WorkerId: worker}
+}
+
+// Undeliverable returns an UNDELIVERABLE outcome.
+func Undeliverable(reason, worker string) *messages.DeliveryOutcome {
+	return &messages.DeliveryOutcome{Status: messages.DeliveryOutcome_UNDELIVERABLE, Reason: reason, WorkerId: worker}
+}
+
+// Failed returns an ERROR outcome carrying the handler's error message.
+func Failed(msg, worker string) *messages.DeliveryOutcome {
+	return &messages.DeliveryOutcome{Status: messages.DeliveryOutcome_ERROR, Reason: msg, WorkerId: worker}
+}
+
+// StatusName returns the lowercase outcome name the surfaces use: "delivered", "timeout",
+// "undeliverable", "error" (or "unspecified").
+func StatusName(s messages.DeliveryOutcome_Status) string {
+	switch s {
+	case messages.DeliveryOutcome_DELIVERED:
+		return "delivered"
+	case messages.DeliveryOutcome_TIMEOUT:
+		return "timeout"
+	case messages.DeliveryOutcome_UNDELIVERABLE:
+		return "undeliverable"
+	case messages.DeliveryOutcome_ERROR:
+		return "error"
+	default:
+		return "unspecified"
+	}
+}
