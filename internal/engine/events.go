@@ -22,7 +22,8 @@ type Loaded struct {
 	Status RunStatus
 	// Reason is the execution record's failure reason (used with a terminal Status).
 	Reason string
-	// Steps are the committed step records, in any order. The machine does not modify them.
+	// Steps are the committed step records, in any order. The machine does not modify them
+	// and keeps their outputs: the caller must not modify those afterwards.
 	Steps []*messages.StepState
 	// Input is the run's input, JSON ("" and malformed input render as nil).
 	Input []byte
@@ -32,7 +33,8 @@ type Loaded struct {
 type AttemptSucceeded struct {
 	Step    string
 	Attempt int
-	// Output is the handler's output as JSON; it is committed as it is.
+	// Output is the handler's output as JSON; it is committed as it is, and kept (the caller
+	// must not modify it afterwards).
 	Output []byte
 	// Duration, PromptTokens and CompletionTokens are recorded in the step's ledger entry.
 	Duration                       time.Duration

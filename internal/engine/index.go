@@ -1,15 +1,11 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/dairuntime/dair/internal/dag"
 )
-
-// ErrNoGraph is returned by NewIndex when it is given no graph.
-var ErrNoGraph = errors.New("engine: no pipeline graph")
 
 // Index is what a Machine needs to know about a compiled pipeline, keyed by position in the
 // graph's order (level, then id): each step's needs and dependents as positions, its attempt
@@ -27,7 +23,8 @@ type Index struct {
 	refs       []stepRefs
 }
 
-// NewIndex indexes g. It fails only when g is nil or inconsistent with its pipeline.
+// NewIndex indexes g. It fails (ErrNoGraph, or an error naming the step) only when g is nil
+// or inconsistent with its pipeline. The Index keeps g.
 func NewIndex(g *dag.Graph) (*Index, error) {
 	if g == nil || g.Pipeline() == nil {
 		return nil, ErrNoGraph
