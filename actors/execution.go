@@ -27,6 +27,8 @@ func newExecutionProps(seed *execSeed) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor { return &execution{seed: seed} })
 }
 
+// Receive turns the actor's messages into engine events; replies addressed to an earlier
+// incarnation (a crash and restart in between) are dropped.
 func (x *execution) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
