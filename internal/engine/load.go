@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/dairuntime/dair/messages"
@@ -20,7 +19,6 @@ func (m *Machine) onLoaded(e Loaded) error {
 	ix := e.Index
 	m.ix, m.executionID = ix, e.ExecutionID
 	m.steps = make([]step, ix.Len())
-	m.outputs = make(map[string]any)
 	m.input = decodeJSON(e.Input)
 	records := make(map[string]*messages.StepState, len(e.Steps))
 	for _, rec := range e.Steps {
@@ -35,7 +33,7 @@ func (m *Machine) onLoaded(e Loaded) error {
 	}
 	plan := ix.graph.Resume(records, ix.maxAttemptsOf)
 	for _, id := range plan.Succeeded {
-		m.outputs[id] = json.RawMessage(records[id].GetOutput())
+		m.setOutput(id, records[id].GetOutput())
 		m.done++
 	}
 	m.done += len(plan.Skipped)

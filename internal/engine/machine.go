@@ -60,6 +60,7 @@ type step struct {
 
 // pendingCommit is a Commit not yet answered.
 type pendingCommit struct {
+	id     uint64
 	step   int32
 	status StepStatus
 	output []byte
@@ -80,11 +81,11 @@ type Machine struct {
 	cancelWhy   string
 
 	steps    []step
-	outputs  map[string]any // json.RawMessage outputs of succeeded steps, by id (template scope)
+	outputs  map[string]any // json.RawMessage outputs of succeeded steps by id (template scope)
 	ready    readyQueue
 	inflight int
-	done     int // steps succeeded or skipped
-	commits  map[uint64]pendingCommit
+	done     int             // steps succeeded or skipped
+	commits  []pendingCommit // unanswered, by ID; answers come in order, so the first is found first
 	nextID   uint64
 
 	final        RunStatus // terminal status once stopping
@@ -101,7 +102,7 @@ func New(cfg Config) *Machine {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 1
 	}
-	return &Machine{cfg: cfg, commits: map[uint64]pendingCommit{}}
+	return &Machine{cfg: cfg}
 }
 
 // Step applies ev, which happened at now, and returns the effects to carry out, in order. It
@@ -204,8 +205,37 @@ func (m *Machine) emit(e Effect) { m.out = append(m.out, e) }
 func (m *Machine) commit(i int32, rec *messages.StepState, le *messages.LedgerEntry) {
 	m.nextID++
 	status, _ := ParseStepStatus(rec.Status)
-	m.commits[m.nextID] = pendingCommit{step: i, status: status, output: rec.Output}
+	m.commits = append(m.commits, pendingCommit{id: m.nextID, step: i, status: status, output: rec.Output})
 	m.emit(Commit{ID: m.nextID, Record: rec, Ledger: le})
+}
+
+// answered removes the unanswered commit id and returns it; ok is false when there is none.
+// The store answers a run's commits in order, so the search stops at the first entry.
+func (m *Machine) answered(id uint64) (pc pendingCommit, ok bool) {
+	for k := range m.commits {
+		if m.commits[k].id != id {
+			continue
+		}
+		pc = m.commits[k]
+		if k == 0 {
+			m.commits = m.commits[1:]
+		} else {
+			m.commits = append(m.commits[:k], m.commits[k+1:]...)
+		}
+		if len(m.commits) == 0 {
+			m.commits = nil // an idle execution holds no buffer
+		}
+		return pc, true
+	}
+	return pc, false
+}
+
+// setOutput records the committed output of step id.
+func (m *Machine) setOutput(id string, raw []byte) {
+	if m.outputs == nil {
+		m.outputs = make(map[string]any)
+	}
+	m.outputs[id] = json.RawMessage(raw)
 }
 
 // jsonBytes encodes v, or returns nil when it cannot be encoded.

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/dairuntime/dair/internal/dag"
@@ -164,11 +163,10 @@ func (m *Machine) onRetryDue(e RetryDue) error {
 // onCommitDone applies an answered commit: a success releases the step's dependents (only
 // those: no rescan of the graph), a skip counts the step done, a fenced answer stops.
 func (m *Machine) onCommitDone(e CommitDone) {
-	pc, ok := m.commits[e.ID]
+	pc, ok := m.answered(e.ID)
 	if !ok {
 		return
 	}
-	delete(m.commits, e.ID)
 	if e.Result == CommitFenced {
 		m.fence(e.Err)
 		return
@@ -177,7 +175,7 @@ func (m *Machine) onCommitDone(e CommitDone) {
 	switch pc.status {
 	case StepSucceeded:
 		s.status = StepSucceeded
-		m.outputs[m.ix.ids[pc.step]] = json.RawMessage(pc.output)
+		m.setOutput(m.ix.ids[pc.step], pc.output)
 		m.done++
 		m.release(pc.step)
 	case StepSkipped:
