@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -20,7 +21,7 @@ type execution struct {
 	inc    int
 	m      *engine.Machine
 	loaded bool
-	tasks  map[string]*task // by step id
+	tasks  []task // attempts in flight: few (the worker budget), so a slice beats a map
 }
 
 func newExecutionProps(seed *execSeed) *actor.Props {
@@ -33,7 +34,6 @@ func (x *execution) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		x.inc = x.seed.incarnation
-		x.tasks = map[string]*task{}
 		x.m = engine.New(engine.Config{Workers: x.seed.workers, DefaultTimeout: x.seed.env.cfg.DefaultStepTimeout,
 			TenantID: x.seed.req.GetSnapshot().GetTenantId()})
 		x.load(c)
@@ -97,8 +97,8 @@ func (x *execution) apply(c actor.Context, now time.Time, ef engine.Effect) {
 	case engine.StartStep:
 		x.startTask(c, f)
 	case engine.CancelAttempt:
-		if t := x.tasks[f.Step]; t != nil && t.attempt == f.Attempt {
-			t.cancel()
+		if k := x.task(f.Step); k >= 0 && x.tasks[k].attempt == f.Attempt {
+			x.tasks[k].cancel()
 		}
 	case engine.ScheduleRetry:
 		x.after(c, f.At.Sub(now), &stepRetry{inc: x.inc, stepID: f.Step, attempt: f.Attempt})
@@ -121,9 +121,10 @@ func (x *execution) onStepDone(c actor.Context, m *stepDone) {
 	if m.inc != x.inc || !x.m.InFlight(m.stepID, m.attempt) {
 		return
 	}
-	t := x.tasks[m.stepID]
-	delete(x.tasks, m.stepID)
-	if t != nil {
+	var t task
+	if k := x.task(m.stepID); k >= 0 {
+		t = x.tasks[k]
+		x.tasks = slices.Delete(x.tasks, k, k+1)
 		t.cancel()
 	}
 	x.seed.env.metrics.observeStep(m.err == nil, m.dur)
@@ -138,7 +139,7 @@ func (x *execution) onStepDone(c actor.Context, m *stepDone) {
 		ev = engine.AttemptFailed{Step: m.stepID, Attempt: m.attempt, Err: m.err, Permanent: m.permanent}
 	}
 	for _, ef := range x.feed(c, ev) {
-		if cm, ok := ef.(engine.Commit); ok && cm.Record.GetStatus() == messages.StepSucceeded && t != nil {
+		if cm, ok := ef.(engine.Commit); ok && cm.Record.GetStatus() == messages.StepSucceeded {
 			x.recordUsage(m, t.uses) // after the success was submitted
 		}
 	}
@@ -156,6 +157,16 @@ func (x *execution) stop(c actor.Context, f engine.Stop) {
 	x.cancelAll()
 	c.Send(c.Parent(), &runFinished{localRunID: s.localRunID, executionID: s.executionID, status: status})
 	c.Stop(c.Self())
+}
+
+// task returns the index of the task of step id, or -1.
+func (x *execution) task(id string) int {
+	for k := range x.tasks {
+		if x.tasks[k].step == id {
+			return k
+		}
+	}
+	return -1
 }
 
 func (x *execution) cancelAll() {

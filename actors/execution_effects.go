@@ -56,7 +56,7 @@ func (x *execution) startTask(c actor.Context, f engine.StartStep) {
 	s, e, self, inc := x.seed, x.seed.env, c.Self(), x.inc
 	h, ok := e.handlers.Get(f.Uses)
 	if !ok {
-		x.tasks[f.Step] = &task{attempt: f.Attempt, uses: f.Uses, cancel: func() {}}
+		x.tasks = append(x.tasks, task{step: f.Step, attempt: f.Attempt, uses: f.Uses, cancel: func() {}})
 		c.Send(self, &stepDone{inc: inc, stepID: f.Step, attempt: f.Attempt,
 			err: step.Permanent(fmt.Errorf("unknown handler %q", f.Uses)), permanent: true})
 		return
@@ -70,7 +70,7 @@ func (x *execution) startTask(c actor.Context, f engine.StartStep) {
 	} else {
 		ctx, cancel = context.WithCancel(e.group.Context())
 	}
-	x.tasks[f.Step] = &task{attempt: f.Attempt, uses: f.Uses, cancel: cancel}
+	x.tasks = append(x.tasks, task{step: f.Step, attempt: f.Attempt, uses: f.Uses, cancel: cancel})
 	tenant := s.req.GetSnapshot().GetTenantId()
 	req := &step.Request{ExecutionID: s.executionID, SharedRunID: s.req.SharedRunId, StepID: f.Step, TenantID: tenant,
 		Attempt: f.Attempt, IdempotencyKey: s.executionID + "/" + f.Step, With: f.With, Snapshot: s.req.Snapshot}

@@ -87,6 +87,7 @@ type (
 
 // task is a running attempt of a step: the cancel of its context.
 type task struct {
+	step    string
 	attempt int
 	uses    string
 	cancel  context.CancelFunc
