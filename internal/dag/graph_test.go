@@ -128,21 +128,21 @@ func TestGraph_Resume(t *testing.T) {
 				"a": st(messages.StepSucceeded, 1), "z": st(messages.StepSucceeded, 1),
 				"b": st(messages.StepRunning, 1), "c": st(messages.StepSucceeded, 2),
 			},
-			want: ResumePlan{Succeeded: []string{"a", "z", "c"}, Rerun: []string{"b"}, Ready: []string{"b", "e"}},
+			want: ResumePlan{Succeeded: []string{"a", "z", "c"}, Ready: []string{"b", "e"}},
 		},
 		{
 			name: "failed with attempts left is rerun",
 			states: map[string]*messages.StepState{
 				"a": st(messages.StepSucceeded, 1), "c": st(messages.StepFailed, 2),
 			},
-			want: ResumePlan{Succeeded: []string{"a"}, Rerun: []string{"c"}, Ready: []string{"z", "b", "c", "e"}},
+			want: ResumePlan{Succeeded: []string{"a"}, Ready: []string{"z", "b", "c", "e"}},
 		},
 		{
 			name: "cancelled is rerun",
 			states: map[string]*messages.StepState{
 				"a": st(messages.StepCancelled, 1),
 			},
-			want: ResumePlan{Rerun: []string{"a"}, Ready: []string{"a", "z"}},
+			want: ResumePlan{Ready: []string{"a", "z"}},
 		},
 		{
 			name: "failed terminal",
@@ -157,7 +157,7 @@ func TestGraph_Resume(t *testing.T) {
 				"a": st(messages.StepSucceeded, 1), "b": st(messages.StepFailed, 1), "c": st(messages.StepRunning, 1),
 				"e": st(messages.StepPending, 1),
 			},
-			want: ResumePlan{Succeeded: []string{"a"}, Rerun: []string{"c", "e"}, Failed: true, FailedStep: "b",
+			want: ResumePlan{Succeeded: []string{"a"}, Failed: true, FailedStep: "b",
 				Skip: []string{"z", "e", "d"}},
 		},
 		{
@@ -165,7 +165,7 @@ func TestGraph_Resume(t *testing.T) {
 			states: map[string]*messages.StepState{
 				"a": st(messages.StepSucceeded, 1), "c": st(messages.StepPending, 1),
 			},
-			want: ResumePlan{Succeeded: []string{"a"}, Rerun: []string{"c"}, Ready: []string{"z", "b", "c", "e"}},
+			want: ResumePlan{Succeeded: []string{"a"}, Ready: []string{"z", "b", "c", "e"}},
 		},
 		{
 			name: "maxAttempts callback overrides policy",
@@ -173,7 +173,7 @@ func TestGraph_Resume(t *testing.T) {
 				"a": st(messages.StepFailed, 1),
 			},
 			maxAttempts: func(string) int { return 5 },
-			want:        ResumePlan{Rerun: []string{"a"}, Ready: []string{"a", "z"}},
+			want:        ResumePlan{Ready: []string{"a", "z"}},
 		},
 		{
 			name:   "all done",

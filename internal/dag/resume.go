@@ -9,12 +9,9 @@ type ResumePlan struct {
 	Succeeded []string
 	// Skipped lists the steps committed as skipped: final, never run.
 	Skipped []string
-	// Rerun lists the steps that were interrupted (running or cancelled), or that failed with
-	// attempts left (a failed record, or a pending one with attempts made: a retry was
-	// waiting). They run again; their attempts count on from the record.
-	Rerun []string
-	// Ready is what to start now: pending and Rerun steps whose needs all succeeded. Empty
-	// when Failed.
+	// Ready is what to start now, when not Failed: the steps without a final record (not
+	// started, interrupted, or failed with attempts left) whose needs all succeeded. Attempts
+	// count on from the record.
 	Ready []string
 	// Skip lists the steps that can never run and have no final record; the engine commits
 	// them as skipped. When Failed: every step that never started or was waiting for a retry
@@ -33,8 +30,8 @@ type ResumePlan struct {
 // Retry.Attempts(). Rules:
 //   - succeeded: committed, listed in Succeeded, never rerun;
 //   - skipped: final, counts toward Done;
-//   - running or cancelled: interrupted by a crash, pause or recovery, so rerun (the engine
-//     bounds crash loops through its own recovery accounting);
+//   - running or cancelled: interrupted by a crash or recovery, so rerun (the supervisor of
+//     the execution bounds crash loops);
 //   - failed: rerun while Attempts < maxAttempts, else the execution failed;
 //   - pending: not started, or (Attempts > 0) waiting for a retry, which is rerun.
 //
@@ -55,22 +52,16 @@ func (g *Graph) Resume(states map[string]*messages.StepState, maxAttempts func(s
 		case messages.StepSkipped:
 			plan.Skipped = append(plan.Skipped, id)
 			status[id] = s
-		case messages.StepRunning, messages.StepCancelled:
-			plan.Rerun = append(plan.Rerun, id)
 		case messages.StepFailed:
-			if int(st.GetAttempts()) < maxAttempts(id) {
-				plan.Rerun = append(plan.Rerun, id)
-				break
+			if int(st.GetAttempts()) >= maxAttempts(id) {
+				status[id] = s
+				if !plan.Failed {
+					plan.Failed, plan.FailedStep = true, id
+				}
 			}
-			status[id] = s
-			if !plan.Failed {
-				plan.Failed, plan.FailedStep = true, id
-			}
+		case messages.StepRunning, messages.StepCancelled: // interrupted: rerun
 		default: // pending or no record
 			notStarted[id] = true
-			if st.GetAttempts() > 0 {
-				plan.Rerun = append(plan.Rerun, id)
-			}
 		}
 	}
 	plan.Done = len(plan.Succeeded)+len(plan.Skipped) == len(g.order)
