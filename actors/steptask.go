@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"time"
@@ -12,15 +13,16 @@ import (
 	"github.com/dairuntime/dair/internal/step"
 )
 
-// runStepTask runs one attempt of one step in its own goroutine (the execution's "step task")
-// and reports a stepDone to the execution. A handler panic is recovered and reported as a failed
-// attempt, so it fails only that attempt. The goroutine always reports, exactly once.
+// runStepTask runs one attempt of one step (the execution's "step task", started through the
+// node's worker group) and reports a stepDone to the execution. A handler panic is recovered
+// and reported as a failed attempt, so it fails only that attempt; an attempt that ends after
+// its deadline is reported as timed out. The task always reports, exactly once.
 //
 // A task is a goroutine rather than a child actor: a sleeping step then costs one small stack
-// and no mailbox, which is what lets a node hold 100k in-flight executions. The context belongs
-// to the execution, which cancels it on timeout, cancel, restart and stop; the handler must
-// return when it is done.
-func runStepTask(sys *actor.ActorSystem, parent *actor.PID, ctx context.Context, h step.Handler, req *step.Request, inc int) {
+// and no mailbox, which is what lets a node hold 100k in-flight executions. ctx belongs to the
+// execution, which cancels it on timeout, cancel, restart and stop; the handler must return
+// when it is done.
+func runStepTask(ctx context.Context, sys *actor.ActorSystem, parent *actor.PID, h step.Handler, req *step.Request, inc int) {
 	start := time.Now()
 	out, err := runHandler(ctx, h, req)
 	sys.Root.Send(parent, &stepDone{
@@ -31,6 +33,7 @@ func runStepTask(sys *actor.ActorSystem, parent *actor.PID, ctx context.Context,
 		usage:     out.usage,
 		err:       err,
 		permanent: err != nil && step.IsPermanent(err),
+		timedOut:  err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded),
 		dur:       time.Since(start),
 	})
 }

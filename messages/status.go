@@ -61,6 +61,7 @@ const (
 	KindStepSucceeded     = "step_succeeded"
 	KindStepFailed        = "step_failed"
 	KindStepRetry         = "step_retry"
+	KindStepSkipped       = "step_skipped"
 	KindRecovery          = "recovery"
 	KindRunPaused         = "run_paused"
 	KindRunResumed        = "run_resumed"

@@ -128,28 +128,44 @@ func TestGraph_Resume(t *testing.T) {
 				"a": st(messages.StepSucceeded, 1), "z": st(messages.StepSucceeded, 1),
 				"b": st(messages.StepRunning, 1), "c": st(messages.StepSucceeded, 2),
 			},
-			want: ResumePlan{Succeeded: []string{"a", "z", "c"}, Rerun: []string{"b"}, Ready: []string{"b", "e"}},
+			want: ResumePlan{Succeeded: []string{"a", "z", "c"}, Ready: []string{"b", "e"}},
 		},
 		{
 			name: "failed with attempts left is rerun",
 			states: map[string]*messages.StepState{
 				"a": st(messages.StepSucceeded, 1), "c": st(messages.StepFailed, 2),
 			},
-			want: ResumePlan{Succeeded: []string{"a"}, Rerun: []string{"c"}, Ready: []string{"z", "b", "c", "e"}},
+			want: ResumePlan{Succeeded: []string{"a"}, Ready: []string{"z", "b", "c", "e"}},
 		},
 		{
 			name: "cancelled is rerun",
 			states: map[string]*messages.StepState{
 				"a": st(messages.StepCancelled, 1),
 			},
-			want: ResumePlan{Rerun: []string{"a"}, Ready: []string{"a", "z"}},
+			want: ResumePlan{Ready: []string{"a", "z"}},
 		},
 		{
 			name: "failed terminal",
 			states: map[string]*messages.StepState{
 				"a": st(messages.StepSucceeded, 1), "c": st(messages.StepFailed, 3), "b": st(messages.StepFailed, 1),
 			},
-			want: ResumePlan{Succeeded: []string{"a"}, Failed: true, FailedStep: "b"},
+			want: ResumePlan{Succeeded: []string{"a"}, Failed: true, FailedStep: "b", Skip: []string{"z", "e", "d"}},
+		},
+		{
+			name: "failed terminal leaves interrupted records and skips the rest",
+			states: map[string]*messages.StepState{
+				"a": st(messages.StepSucceeded, 1), "b": st(messages.StepFailed, 1), "c": st(messages.StepRunning, 1),
+				"e": st(messages.StepPending, 1),
+			},
+			want: ResumePlan{Succeeded: []string{"a"}, Failed: true, FailedStep: "b",
+				Skip: []string{"z", "e", "d"}},
+		},
+		{
+			name: "pending with attempts made was waiting for a retry",
+			states: map[string]*messages.StepState{
+				"a": st(messages.StepSucceeded, 1), "c": st(messages.StepPending, 1),
+			},
+			want: ResumePlan{Succeeded: []string{"a"}, Ready: []string{"z", "b", "c", "e"}},
 		},
 		{
 			name: "maxAttempts callback overrides policy",
@@ -157,7 +173,7 @@ func TestGraph_Resume(t *testing.T) {
 				"a": st(messages.StepFailed, 1),
 			},
 			maxAttempts: func(string) int { return 5 },
-			want:        ResumePlan{Rerun: []string{"a"}, Ready: []string{"a", "z"}},
+			want:        ResumePlan{Ready: []string{"a", "z"}},
 		},
 		{
 			name:   "all done",
@@ -167,14 +183,14 @@ func TestGraph_Resume(t *testing.T) {
 		{
 			name:   "skipped counts as done",
 			states: withSkipped,
-			want:   ResumePlan{Succeeded: []string{"a", "z", "b", "c", "e"}, Done: true},
+			want:   ResumePlan{Succeeded: []string{"a", "z", "b", "c", "e"}, Skipped: []string{"d"}, Done: true},
 		},
 		{
-			name: "skipped need blocks dependents",
+			name: "skipped need skips its dependents, transitively",
 			states: map[string]*messages.StepState{
 				"a": st(messages.StepSkipped, 0), "z": st(messages.StepSucceeded, 1),
 			},
-			want: ResumePlan{Succeeded: []string{"z"}, Blocked: []string{"b", "c", "e"}},
+			want: ResumePlan{Succeeded: []string{"z"}, Skipped: []string{"a"}, Skip: []string{"b", "c", "e", "d"}},
 		},
 	}
 	for _, tt := range tests {

@@ -2,19 +2,21 @@ package dag
 
 import "github.com/dairuntime/dair/messages"
 
-// ResumePlan is what an execution does when it (re)starts from committed step states.
+// ResumePlan is what an execution does when it (re)starts from committed step states. Every
+// list is in graph order.
 type ResumePlan struct {
-	// Succeeded lists the committed steps, never to be run again, in graph order.
+	// Succeeded lists the committed steps, never to be run again.
 	Succeeded []string
-	// Rerun lists the steps that were interrupted (running or cancelled) or failed with
-	// attempts left: they run again. In graph order.
-	Rerun []string
-	// Ready is what to start now: pending and Rerun steps whose needs all succeeded, in graph
-	// order. Empty when Failed.
+	// Skipped lists the steps committed as skipped: final, never run.
+	Skipped []string
+	// Ready is what to start now, when not Failed: the steps without a final record (not
+	// started, interrupted, or failed with attempts left) whose needs all succeeded. Attempts
+	// count on from the record.
 	Ready []string
-	// Blocked lists pending steps that can never run because a need was skipped (see
-	// Graph.Blocked); the engine marks them skipped.
-	Blocked []string
+	// Skip lists the steps that can never run and have no final record; the engine commits
+	// them as skipped. When Failed: every step that never started or was waiting for a retry
+	// (no record, or a pending one). Otherwise: the pending steps downstream of a skipped step.
+	Skip []string
 	// Done reports that every step succeeded or was skipped.
 	Done bool
 	// Failed reports that a step failed with no attempts left: the execution failed.
@@ -28,9 +30,10 @@ type ResumePlan struct {
 // Retry.Attempts(). Rules:
 //   - succeeded: committed, listed in Succeeded, never rerun;
 //   - skipped: final, counts toward Done;
-//   - running or cancelled: interrupted by a crash, pause or recovery, so rerun (the engine
-//     bounds crash loops through its own recovery accounting);
-//   - failed: rerun while Attempts < maxAttempts, else the execution failed.
+//   - running or cancelled: interrupted by a crash or recovery, so rerun (the supervisor of
+//     the execution bounds crash loops);
+//   - failed: rerun while Attempts < maxAttempts, else the execution failed;
+//   - pending: not started, or (Attempts > 0) waiting for a retry, which is rerun.
 //
 // Resume does not modify states.
 func (g *Graph) Resume(states map[string]*messages.StepState, maxAttempts func(stepID string) int) ResumePlan {
@@ -39,42 +42,61 @@ func (g *Graph) Resume(states map[string]*messages.StepState, maxAttempts func(s
 	}
 	var plan ResumePlan
 	status := make(map[string]string, len(g.order))
-	done := true
+	notStarted := make(map[string]bool, len(g.order))
 	for _, id := range g.order {
 		st := states[id]
-		var s string
-		if st != nil {
-			s = st.GetStatus()
-		}
-		switch s {
+		switch s := st.GetStatus(); s {
 		case messages.StepSucceeded:
 			plan.Succeeded = append(plan.Succeeded, id)
 			status[id] = s
-			continue
 		case messages.StepSkipped:
+			plan.Skipped = append(plan.Skipped, id)
 			status[id] = s
-			continue
-		case messages.StepRunning, messages.StepCancelled:
-			plan.Rerun = append(plan.Rerun, id)
 		case messages.StepFailed:
-			if int(st.GetAttempts()) < maxAttempts(id) {
-				plan.Rerun = append(plan.Rerun, id)
-			} else {
+			if int(st.GetAttempts()) >= maxAttempts(id) {
 				status[id] = s
 				if !plan.Failed {
 					plan.Failed, plan.FailedStep = true, id
 				}
 			}
+		case messages.StepRunning, messages.StepCancelled: // interrupted: rerun
+		default: // pending or no record
+			notStarted[id] = true
 		}
-		done = false
 	}
-	plan.Done = done
-	if plan.Failed || done {
-		return plan
+	plan.Done = len(plan.Succeeded)+len(plan.Skipped) == len(g.order)
+	switch {
+	case plan.Failed:
+		for _, id := range g.order {
+			if notStarted[id] {
+				plan.Skip = append(plan.Skip, id)
+			}
+		}
+	case !plan.Done:
+		plan.Skip = g.skipBehind(status, notStarted)
+		plan.Ready = g.Ready(status)
 	}
-	plan.Ready = g.Ready(status)
-	plan.Blocked = g.Blocked(status)
 	return plan
+}
+
+// skipBehind returns the not-started steps with a skipped need, transitively (a step listed
+// counts as skipped for the steps after it). The order has needs before their dependents.
+func (g *Graph) skipBehind(status map[string]string, notStarted map[string]bool) []string {
+	var out []string
+	skipped := map[string]bool{}
+	for _, id := range g.order {
+		if !notStarted[id] {
+			continue
+		}
+		for _, n := range g.needs[id] {
+			if status[n] == messages.StepSkipped || skipped[n] {
+				skipped[id] = true
+				out = append(out, id)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // stepAttempts is the default attempt budget: the step's retry policy.

@@ -1,0 +1,186 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/dairuntime/dair/internal/engine"
+	"github.com/dairuntime/dair/internal/step"
+	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/messages"
+)
+
+// errCommitterClosed answers a commit submitted after the committer closed (the node stops).
+var errCommitterClosed = errors.New("actors: committer closed")
+
+// submit sends a fenced step write (with its ledger entry) to the committer; the answer comes
+// back as a commitDone.
+func (x *execution) submit(c actor.Context, f engine.Commit) {
+	s, self, inc, id := x.seed, c.Self(), x.inc, f.ID
+	le := f.Ledger
+	le.SharedRunId, le.ExecutionId, le.RuntimeInstanceId = s.req.SharedRunId, s.executionID, s.instanceID
+	le.Epoch, le.TenantId = s.epoch, s.req.GetSnapshot().GetTenantId()
+	ok := s.env.commits.submit(commitReq{
+		c:   store.StepCommit{ExecutionID: s.executionID, Epoch: s.epoch, Step: f.Record, Ledger: []*messages.LedgerEntry{le}},
+		run: s.req.SharedRunId,
+		done: func(err error) {
+			s.env.system.Root.Send(self, &commitDone{inc: inc, id: id, result: commitResult(err), err: err})
+		},
+	})
+	if !ok {
+		c.Send(self, &commitDone{inc: inc, id: id, result: engine.CommitFenced, err: errCommitterClosed})
+	}
+}
+
+// commitResult maps the committer's answer: any refusal other than "already committed" (a
+// success that had landed) means the execution may not write any more.
+func commitResult(err error) engine.CommitResult {
+	switch {
+	case err == nil:
+		return engine.CommitOK
+	case errors.Is(err, store.ErrAlreadyCommitted):
+		return engine.CommitAlreadyCommitted
+	}
+	return engine.CommitFenced
+}
+
+// startTask runs an attempt as a step task of the node's worker group, under a context that
+// the group's stop, the step's timeout and CancelAttempt end.
+func (x *execution) startTask(c actor.Context, f engine.StartStep) {
+	s, e, self, inc := x.seed, x.seed.env, c.Self(), x.inc
+	h, ok := e.handlers.Get(f.Uses)
+	if !ok {
+		x.tasks = append(x.tasks, task{step: f.Step, attempt: f.Attempt, uses: f.Uses, cancel: func() {}})
+		c.Send(self, &stepDone{inc: inc, stepID: f.Step, attempt: f.Attempt,
+			err: step.Permanent(fmt.Errorf("unknown handler %q", f.Uses)), permanent: true})
+		return
+	}
+	var (
+		ctx    context.Context
+		cancel context.CancelFunc
+	)
+	if f.Timeout > 0 {
+		ctx, cancel = context.WithTimeout(e.group.Context(), f.Timeout)
+	} else {
+		ctx, cancel = context.WithCancel(e.group.Context())
+	}
+	x.tasks = append(x.tasks, task{step: f.Step, attempt: f.Attempt, uses: f.Uses, cancel: cancel})
+	tenant := s.req.GetSnapshot().GetTenantId()
+	req := &step.Request{ExecutionID: s.executionID, SharedRunID: s.req.SharedRunId, StepID: f.Step, TenantID: tenant,
+		Attempt: f.Attempt, IdempotencyKey: s.executionID + "/" + f.Step, With: f.With, Snapshot: s.req.Snapshot}
+	if !e.group.Go(func(context.Context) { runStepTask(ctx, e.system, self, h, req, inc) }) {
+		cancel() // the node is stopping: so is this execution
+	}
+}
+
+// setRunStatus records a pause or a resume on the execution (fenced), the run and the ledger.
+func (x *execution) setRunStatus(status engine.RunStatus) {
+	s := x.seed
+	e, execID, epoch, runID, instID, tenant := s.env, s.executionID, s.epoch, s.req.SharedRunId, s.instanceID, s.req.GetSnapshot().GetTenantId()
+	kind := messages.KindRunResumed
+	if status == engine.RunPaused {
+		kind = messages.KindRunPaused
+	}
+	st := status.String()
+	e.group.GoTimeout(10*time.Second, func(ctx context.Context) {
+		if _, err := e.st.UpdateExecution(ctx, execID, epoch, func(ex *messages.Execution) error {
+			ex.Status = st
+			return nil
+		}); err != nil {
+			e.log.Warn("update execution status", zap.String("execution_id", execID), zap.Error(err))
+			return // fenced or failing: the run is not ours to change
+		}
+		if _, err := e.st.UpdateRun(ctx, runID, func(r *messages.SharedRun) error {
+			if !messages.IsTerminalRun(r.Status) {
+				r.Status = st
+			}
+			return nil
+		}); err != nil {
+			e.log.Warn("update run status", zap.String("shared_run_id", runID), zap.Error(err))
+		}
+		e.ledger(ctx, &messages.LedgerEntry{Kind: kind, SharedRunId: runID, ExecutionId: execID,
+			RuntimeInstanceId: instID, Epoch: epoch, TenantId: tenant})
+	})
+}
+
+// finalize records the terminal status off the actor goroutine; the answer comes back as a
+// finalizeDone.
+func (x *execution) finalize(c actor.Context, f engine.Finalize) {
+	s, self, inc := x.seed, c.Self(), x.inc
+	s.env.group.GoTimeout(15*time.Second, func(ctx context.Context) {
+		err := finalizeRun(ctx, s, f.Status.String(), f.Reason, f.Output)
+		res := engine.FinalizeOK
+		switch {
+		case errors.Is(err, store.ErrStaleEpoch):
+			res = engine.FinalizeFenced
+		case err != nil:
+			res = engine.FinalizeFailed
+		}
+		s.env.system.Root.Send(self, &finalizeDone{inc: inc, result: res, err: err})
+	})
+}
+
+func (x *execution) onFinalized(c actor.Context, m *finalizeDone) {
+	if m.inc != x.inc {
+		return
+	}
+	if m.result == engine.FinalizeFailed {
+		x.seed.env.log.Warn("finalize failed; retrying", zap.String("execution_id", x.seed.executionID), zap.Error(m.err))
+	}
+	x.feed(c, engine.FinalizeDone{Result: m.result, Err: m.err})
+}
+
+// finalizeRun records the terminal status on the execution (fenced), then on the shared run
+// with its terminal ledger entry, and meters the run.
+func finalizeRun(ctx context.Context, s *execSeed, status, reason string, output []byte) error {
+	e := s.env
+	if _, err := e.st.UpdateExecution(ctx, s.executionID, s.epoch, func(ex *messages.Execution) error {
+		ex.Status, ex.Output, ex.FailureReason = status, output, reason
+		return nil
+	}); err != nil {
+		return fmt.Errorf("finalize execution %s: %w", s.executionID, err)
+	}
+	kind := map[string]string{messages.RunSucceeded: messages.KindRunSucceeded, messages.RunFailed: messages.KindRunFailed, messages.RunCancelled: messages.KindRunCancelled}[status]
+	entry := &messages.LedgerEntry{Kind: kind, SharedRunId: s.req.SharedRunId, ExecutionId: s.executionID,
+		RuntimeInstanceId: s.instanceID, Epoch: s.epoch, Reason: reason, TenantId: s.req.GetSnapshot().GetTenantId()}
+	_, changed, err := e.finishRun(ctx, s.req.SharedRunId, entry, func(r *messages.SharedRun) bool {
+		if messages.IsTerminalRun(r.Status) || (r.ExecutionId != "" && r.ExecutionId != s.executionID) {
+			return false
+		}
+		r.Status, r.Output, r.FailureReason = status, output, reason
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("finalize run %s: %w", s.req.SharedRunId, err)
+	}
+	if !changed {
+		return nil
+	}
+	e.metrics.runFinished(status)
+	e.usage(&messages.UsageEvent{Kind: "run", TenantId: s.req.GetSnapshot().GetTenantId(), SharedRunId: s.req.SharedRunId,
+		ExecutionId: s.executionID, At: e.now().UnixNano()})
+	return nil
+}
+
+// recordUsage meters a succeeded attempt (handler uses).
+func (x *execution) recordUsage(m *stepDone, uses string) {
+	s := x.seed
+	ev := &messages.UsageEvent{Kind: "step", TenantId: s.req.GetSnapshot().GetTenantId(), SharedRunId: s.req.SharedRunId,
+		ExecutionId: s.executionID, StepId: m.stepID, Handler: uses, DurationNs: int64(m.dur), Attempts: int32(m.attempt),
+		PromptTokens: m.usage.PromptTokens, CompletionTokens: m.usage.CompletionTokens, At: s.env.now().UnixNano()}
+	s.env.usage(ev)
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
+}

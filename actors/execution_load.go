@@ -1,0 +1,239 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/dairuntime/dair/internal/engine"
+	"github.com/dairuntime/dair/internal/ids"
+	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/messages"
+)
+
+// load acquires the epoch on the first activation, then reads the execution, its committed steps
+// and its pipeline, off the actor goroutine; the result comes back as an execLoaded.
+func (x *execution) load(c actor.Context) {
+	s, self, inc := x.seed, c.Self(), x.inc
+	execID, epoch := s.executionID, s.epoch
+	if execID == "" {
+		execID = s.req.ExecutionId
+	}
+	s.env.group.GoTimeout(15*time.Second, func(ctx context.Context) {
+		msg := &execLoaded{inc: inc, executionID: execID, epoch: epoch}
+		msg.err = loadExecution(ctx, s, msg)
+		s.env.system.Root.Send(self, msg)
+	})
+}
+
+// loadExecution fills msg: on the first activation it creates the execution (a new run) or
+// takes it over (a recovered run, which bumps its epoch) and marks the run running; then it
+// reads the execution state and the pipeline it pinned.
+func loadExecution(ctx context.Context, s *execSeed, msg *execLoaded) error {
+	e := s.env
+	var created *messages.Execution
+	if msg.epoch == 0 {
+		var err error
+		if created, err = activate(ctx, s, msg); err != nil {
+			return err
+		}
+		if err := markRunning(ctx, s, msg.executionID, msg.epoch); err != nil {
+			return err
+		}
+	}
+	if created != nil {
+		msg.exec = created // fresh: nothing committed yet, no need to read it back
+	} else {
+		ex, steps, err := e.st.GetExecution(ctx, msg.executionID)
+		if err != nil {
+			return fmt.Errorf("load execution %s: %w", msg.executionID, err)
+		}
+		msg.exec, msg.steps = ex, steps
+	}
+	p, err := e.pipelines.get(ctx, msg.exec.PipelineKey, msg.exec.PipelineHash)
+	if err != nil {
+		return err
+	}
+	msg.pipe = p
+	return nil
+}
+
+// activate creates the execution of a new run (epoch 1), or acquires the existing one (a new
+// epoch) once the run is known to be still this instance's. It sets msg's id and epoch.
+func activate(ctx context.Context, s *execSeed, msg *execLoaded) (*messages.Execution, error) {
+	e := s.env
+	if msg.executionID == "" {
+		msg.executionID = ids.New("exec")
+		now := e.now().UnixNano()
+		created := &messages.Execution{
+			ExecutionId: msg.executionID, SharedRunId: s.req.SharedRunId, LocalRunId: s.localRunID,
+			RuntimeInstanceId: s.instanceID, PipelineKey: s.req.PipelineKey, PipelineHash: s.req.PipelineHash,
+			Epoch: 1, Status: messages.RunRunning, Snapshot: s.req.Snapshot, Input: s.req.Input,
+			CreatedAt: now, UpdatedAt: now, Owner: e.incarnation,
+		}
+		if err := e.st.CreateExecution(ctx, created); err != nil {
+			return nil, fmt.Errorf("create execution: %w", err)
+		}
+		msg.epoch = 1
+		return created, nil
+	}
+	// Taking the execution over bumps its epoch, which would fence an activation elsewhere:
+	// first make sure the run is still this instance's.
+	run, err := e.st.GetRun(ctx, s.req.SharedRunId)
+	if err != nil {
+		return nil, fmt.Errorf("load run: %w", err)
+	}
+	if err := startableHere(run, s.instanceID); err != nil {
+		return nil, err
+	}
+	ep, err := e.st.AcquireExecution(ctx, msg.executionID, e.incarnation, s.instanceID)
+	if err != nil {
+		return nil, fmt.Errorf("acquire execution %s: %w", msg.executionID, err)
+	}
+	msg.epoch = ep
+	return nil, nil
+}
+
+// markRunning marks the run running, with the start (or recovery) in its ledger in the same
+// write. The run record is where a dispatch is decided: it is marked only while it is still
+// assigned here, so a dispatch that arrives after the run was requeued (its pump gave up, or
+// recovery found it lost) does not run it a second time.
+func markRunning(ctx context.Context, s *execSeed, execID string, epoch int64) error {
+	e := s.env
+	kind := messages.KindExecutionStarted
+	if s.req.ExecutionId != "" {
+		kind = messages.KindRecovery
+	}
+	started := &messages.LedgerEntry{Kind: kind, SharedRunId: s.req.SharedRunId, ExecutionId: execID,
+		RuntimeInstanceId: s.instanceID, Epoch: epoch, TenantId: s.req.GetSnapshot().GetTenantId(),
+		Reason: reasonFor(kind)}
+	_, appended, err := e.st.UpdateRunAndAppend(ctx, s.req.SharedRunId, func(r *messages.SharedRun) (*messages.LedgerEntry, error) {
+		if messages.IsTerminalRun(r.Status) {
+			return nil, nil
+		}
+		if err := startableHere(r, s.instanceID); err != nil {
+			return nil, err
+		}
+		r.Status = messages.RunRunning
+		r.ExecutionId = execID
+		r.LocalRunId = s.localRunID
+		r.AssignedRuntimeInstanceId = s.instanceID
+		return started, nil
+	})
+	if err != nil {
+		if errors.Is(err, errRunMoved) {
+			// Leave the execution on no instance, so nothing here counts it as ours.
+			if _, _, ferr := e.st.FenceExecution(ctx, execID, "moved:"+e.incarnation, s.instanceID); ferr != nil && !errors.Is(ferr, store.ErrNotFound) {
+				e.log.Warn("release execution of a moved run", zap.String("execution_id", execID), zap.Error(ferr))
+			}
+			return err
+		}
+		return fmt.Errorf("mark run running: %w", err)
+	}
+	if appended != nil {
+		e.hub.Notify(s.req.SharedRunId, false)
+	}
+	return nil
+}
+
+// errRunMoved stops an activation whose run is no longer assigned to its instance.
+var errRunMoved = errors.New("actors: run is no longer assigned to this instance")
+
+// startableHere reports (as errRunMoved) whether an execution of run may start on instanceID:
+// the run must be assigned there and dispatched, running (a restart) or paused.
+func startableHere(run *messages.SharedRun, instanceID string) error {
+	switch {
+	case messages.IsTerminalRun(run.Status):
+		return nil
+	case run.AssignedRuntimeInstanceId != instanceID:
+		return fmt.Errorf("%w: assigned to %q", errRunMoved, run.AssignedRuntimeInstanceId)
+	case run.Status != messages.RunDispatched && run.Status != messages.RunRunning && run.Status != messages.RunPaused:
+		return fmt.Errorf("%w: run is %s", errRunMoved, run.Status)
+	}
+	return nil
+}
+
+func reasonFor(kind string) string {
+	if kind == messages.KindRecovery {
+		return "resumed-from-committed-steps"
+	}
+	return "started"
+}
+
+// onLoaded starts the machine from the loaded state. A load that lost the epoch (or the run)
+// is fencing; any other failure is retried a second later.
+func (x *execution) onLoaded(c actor.Context, m *execLoaded) {
+	if m.inc != x.inc || x.loaded {
+		return
+	}
+	s := x.seed
+	if m.executionID != "" {
+		s.executionID = m.executionID
+	}
+	if m.epoch != 0 {
+		s.epoch = m.epoch
+	}
+	if m.err != nil {
+		if errors.Is(m.err, store.ErrStaleEpoch) || errors.Is(m.err, errRunMoved) || (errors.Is(m.err, store.ErrNotFound) && s.epoch != 0) {
+			x.feed(c, engine.Fenced{Err: m.err})
+			return
+		}
+		s.env.log.Warn("execution load failed; retrying", zap.String("tenant_id", s.req.GetSnapshot().GetTenantId()),
+			zap.String("shared_run_id", s.req.SharedRunId), zap.Error(m.err))
+		x.after(c, time.Second, &execReload{inc: x.inc})
+		return
+	}
+	if m.exec.Epoch != s.epoch {
+		x.feed(c, engine.Fenced{Err: fmt.Errorf("execution %s: epoch %d, ours %d: %w", s.executionID, m.exec.Epoch, s.epoch, store.ErrStaleEpoch)})
+		return
+	}
+	ix, err := indexes.get(m.pipe)
+	if err != nil {
+		s.env.log.Error("index pipeline", zap.String("execution_id", s.executionID), zap.Error(err))
+		x.after(c, time.Second, &execReload{inc: x.inc})
+		return
+	}
+	x.loaded = true
+	status, _ := engine.ParseRunStatus(m.exec.Status)
+	x.feed(c, engine.Loaded{Index: ix, ExecutionID: s.executionID, Status: status, Reason: m.exec.FailureReason,
+		Steps: m.steps, Input: m.exec.Input})
+}
+
+// indexes shares one engine.Index per pipeline version (content hash) between the executions
+// of every node of the process.
+var indexes = &indexCache{m: map[string]*engine.Index{}}
+
+// indexCache maps pipeline hashes to engine indexes. It is goroutine-safe and bounded: past
+// maxIndexes versions it starts over.
+type indexCache struct {
+	mu sync.Mutex // guards m
+	m  map[string]*engine.Index
+}
+
+const maxIndexes = 4096
+
+func (c *indexCache) get(cp *compiled) (*engine.Index, error) {
+	hash := cp.p.Hash
+	c.mu.Lock()
+	ix := c.m[hash]
+	c.mu.Unlock()
+	if ix != nil && hash != "" {
+		return ix, nil
+	}
+	ix, err := engine.NewIndex(cp.g)
+	if err != nil || hash == "" {
+		return ix, err
+	}
+	c.mu.Lock()
+	if len(c.m) >= maxIndexes {
+		c.m = map[string]*engine.Index{}
+	}
+	c.m[hash] = ix
+	c.mu.Unlock()
+	return ix, nil
+}

@@ -1,0 +1,94 @@
+package actors
+
+import (
+	"context"
+	"time"
+
+	"github.com/dairuntime/dair/internal/engine"
+	"github.com/dairuntime/dair/internal/step"
+	"github.com/dairuntime/dair/messages"
+)
+
+// execSeed is what survives a supervisor restart of an execution actor: the dispatch it serves
+// and the fencing epoch it acquired. Only the execution actor touches it, from Receive (and
+// its instance once the actor is gone, to fail the run).
+type execSeed struct {
+	env         *env
+	req         *messages.DispatchRequest
+	localRunID  string
+	instanceID  string
+	workers     int
+	executionID string
+	epoch       int64
+	incarnation int
+}
+
+// Messages private to an execution (inc ties each to one incarnation of the actor, so replies
+// addressed to an incarnation that crashed are ignored after the restart).
+type (
+	execLoaded struct {
+		inc         int
+		executionID string
+		epoch       int64
+		exec        *messages.Execution
+		steps       []*messages.StepState
+		pipe        *compiled
+		err         error
+	}
+	stepDone struct {
+		inc       int
+		stepID    string
+		attempt   int
+		output    []byte
+		usage     step.Usage
+		err       error
+		permanent bool
+		timedOut  bool
+		dur       time.Duration
+	}
+	commitDone struct {
+		inc    int
+		id     uint64
+		result engine.CommitResult
+		err    error
+	}
+	stepRetry struct {
+		inc     int
+		stepID  string
+		attempt int
+	}
+	execReload   struct{ inc int }
+	finalizeDone struct {
+		inc    int
+		result engine.FinalizeResult
+		err    error
+	}
+	finalizeRetry struct {
+		inc int
+		f   engine.Finalize
+	}
+	// runFinished tells the runtime instance that an execution ended (status "fenced" when it
+	// stopped because its epoch went stale).
+	runFinished struct {
+		localRunID  string
+		executionID string
+		status      string
+	}
+)
+
+// Run control messages, sent to an execution by its runtime instance.
+type (
+	pauseRun  struct{}
+	resumeRun struct{}
+	cancelRun struct{ reason string }
+	// InjectPanic makes an execution actor panic once (tests of supervision).
+	InjectPanic struct{}
+)
+
+// task is a running attempt of a step: the cancel of its context.
+type task struct {
+	step    string
+	attempt int
+	uses    string
+	cancel  context.CancelFunc
+}
