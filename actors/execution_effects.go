@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -175,12 +174,4 @@ func (x *execution) recordUsage(m *stepDone, uses string) {
 		ExecutionId: s.executionID, StepId: m.stepID, Handler: uses, DurationNs: int64(m.dur), Attempts: int32(m.attempt),
 		PromptTokens: m.usage.PromptTokens, CompletionTokens: m.usage.CompletionTokens, At: s.env.now().UnixNano()}
 	s.env.usage(ev)
-}
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	return b
 }

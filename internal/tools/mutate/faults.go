@@ -45,9 +45,9 @@ var faults = []fault{
 	{
 		// Rehydration plans the restart as if no step had committed.
 		name: "rehydration-ignores-committed-steps",
-		file: "actors/execution.go",
-		old:  "plan := x.pipe.g.Resume(states, x.maxAttempts)",
-		new:  "plan := x.pipe.g.Resume(map[string]*messages.StepState{}, x.maxAttempts)",
+		file: "actors/execution_load.go",
+		old:  "Steps: m.steps, Input: m.exec.Input})",
+		new:  "Steps: nil, Input: m.exec.Input})",
 	},
 }
 
