@@ -317,6 +317,8 @@ func TestManager_CreateInstance_replacesReusedID(t *testing.T) {
 	require.Len(t, hosts, 1)
 	require.NotEqual(t, first, hosts[0].PID)
 	require.Equal(t, "r2", hosts[0].ScaleOutRequestID)
+	// The replaced child's exit is reported by its own reaper goroutine.
+	testkit.Eventually(t, 10*time.Second, 10*time.Millisecond, func() bool { return len(ex.get()) >= 1 }, "replaced child's exit reported")
 	got := ex.get()
 	require.Len(t, got, 1)
 	require.True(t, got[0].Requested)
