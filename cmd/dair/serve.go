@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/dairuntime/dair/internal/dag"
 	"github.com/dairuntime/dair/internal/server"
 )
 
@@ -18,6 +19,7 @@ func addServingFlags(fs *pflag.FlagSet, o *server.Options, defaultAuth string) {
 	fs.StringVar(&o.PipelinesDir, "pipelines", "", "directory of pipeline files (*.yaml, *.yml, *.json) loaded at start")
 	fs.StringVar(&o.NodeID, "node-id", "", "node id (default: the host name)")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "bound of the graceful shutdown")
+	fs.IntVar(&o.MaxSteps, "max-steps", dag.DefaultMaxSteps, "most steps a pipeline may have (PUT /v1/pipelines and --pipelines files)")
 }
 
 func newDevCmd(a *app) *cobra.Command {

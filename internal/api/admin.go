@@ -160,6 +160,11 @@ func (s *server) putPipeline(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := r.PathValue("key")
+	// The limits are checked before the node validates: parsing is linear in the document.
+	if err := s.cfg.Limits.CheckDocument(src); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	parsed, err := dag.Parse(src)
 	if err != nil {
 		s.fail(w, r, err)
@@ -167,6 +172,10 @@ func (s *server) putPipeline(w http.ResponseWriter, r *http.Request) {
 	}
 	if parsed.Key != key {
 		s.fail(w, r, badRequest("api: pipeline key %q in the body differs from %q in the path", parsed.Key, key))
+		return
+	}
+	if err := s.cfg.Limits.Check(parsed); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	p, err := s.node.PutPipeline(r.Context(), src)

@@ -15,6 +15,7 @@ import (
 	"github.com/dairuntime/dair/actors"
 	"github.com/dairuntime/dair/cluster"
 	"github.com/dairuntime/dair/internal/auth"
+	"github.com/dairuntime/dair/internal/dag"
 )
 
 // Config configures the HTTP API handler. The zero value of each field means its default.
@@ -39,6 +40,9 @@ type Config struct {
 	// Cluster is the node's membership, listed by GET /v1/cluster/members. Default nil: the
 	// endpoint answers 404 (a single node).
 	Cluster *cluster.Membership
+	// Limits bound the pipelines PUT /v1/pipelines/{key} accepts (a 400 invalid_pipeline
+	// beyond them). Zero fields mean dag's defaults (1,000 steps, 512 KiB, 64 KiB templates).
+	Limits dag.Limits
 }
 
 // DefaultTenant is the tenant of requests without one when auth is off.

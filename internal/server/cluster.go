@@ -119,7 +119,7 @@ func runCluster(ctx context.Context, opts Options, log *zap.Logger, st store.Sto
 		mb.node = node
 		hs.started(node, log)
 		h.set(api.New(api.Config{Node: node, Auth: verifier, MaxBodyBytes: opts.MaxBodyBytes, SSEHeartbeat: opts.SSEHeartbeat,
-			Logger: log, Ready: ready.Load, Cluster: m}))
+			Logger: log, Ready: ready.Load, Limits: opts.limits(), Cluster: m}))
 		log.Info("cluster member started", zap.String("member", sys.ID), zap.String("actor_address", sys.Address()))
 		return mb, nil
 	}
@@ -138,7 +138,7 @@ func runCluster(ctx context.Context, opts Options, log *zap.Logger, st store.Sto
 		return err
 	}
 	if opts.PipelinesDir != "" {
-		if _, err := LoadPipelines(ctx, cur.node, opts.PipelinesDir); err != nil {
+		if _, err := LoadPipelines(ctx, cur.node, opts.PipelinesDir, opts.limits()); err != nil {
 			return errors.Join(err, stop(cur, true))
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/internal/dag"
 	"github.com/dairuntime/dair/internal/logging"
 )
 
@@ -101,6 +102,9 @@ type Options struct {
 	LoopbackOnly bool
 	// MaxBodyBytes caps request bodies. Default 1 MiB.
 	MaxBodyBytes int64
+	// MaxSteps bounds the steps of a pipeline put over HTTP or loaded from PipelinesDir
+	// (`--max-steps`). Default dag.DefaultMaxSteps (1,000).
+	MaxSteps int
 	// SSEHeartbeat is the comment interval of event streams. Default 15s.
 	SSEHeartbeat time.Duration
 	// ShutdownTimeout bounds the graceful HTTP shutdown and the node stop. Default 10s.
@@ -163,6 +167,9 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// limits returns the pipeline limits of the node.
+func (o Options) limits() dag.Limits { return dag.Limits{MaxSteps: o.MaxSteps} }
+
 // clustered reports whether the options ask for cluster membership.
 func (o Options) clustered() bool { return o.BindAddr != "" || len(o.Join) > 0 }
 
@@ -219,6 +226,9 @@ func (o Options) Validate() error {
 	}
 	if len(o.Join) > 0 && scheme == SchemeBolt {
 		return bad("a file store cannot be shared; use --store redis://HOST:PORT/DB with --join")
+	}
+	if o.MaxSteps < 0 {
+		return bad("max steps %d is negative", o.MaxSteps)
 	}
 	if o.ActorPort < 0 || o.ActorPort > 65535 {
 		return bad("actor port %d out of range", o.ActorPort)

@@ -147,7 +147,7 @@ func TestLoadPipelines_cases(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := writeFiles(t, tc.files)
-			keys, err := LoadPipelines(context.Background(), &fakePipelines{}, dir)
+			keys, err := LoadPipelines(context.Background(), &fakePipelines{}, dir, dag.Limits{})
 			if tc.wantErr == nil {
 				require.NoError(t, err)
 				require.Equal(t, tc.wantKeys, keys)
@@ -160,7 +160,7 @@ func TestLoadPipelines_cases(t *testing.T) {
 		})
 	}
 	t.Run("missing dir", func(t *testing.T) {
-		_, err := LoadPipelines(context.Background(), &fakePipelines{}, filepath.Join(t.TempDir(), "none"))
+		_, err := LoadPipelines(context.Background(), &fakePipelines{}, filepath.Join(t.TempDir(), "none"), dag.Limits{})
 		require.True(t, errors.Is(err, ErrBadPipeline), err)
 	})
 }

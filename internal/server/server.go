@@ -88,7 +88,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}()
 
 	if opts.PipelinesDir != "" {
-		keys, err := LoadPipelines(ctx, node, opts.PipelinesDir)
+		keys, err := LoadPipelines(ctx, node, opts.PipelinesDir, opts.limits())
 		if err != nil {
 			return err
 		}
@@ -97,7 +97,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	var ready atomic.Bool
 	handler := api.New(api.Config{
 		Node: node, Auth: verifier, MaxBodyBytes: opts.MaxBodyBytes, SSEHeartbeat: opts.SSEHeartbeat,
-		Logger: log, Ready: ready.Load,
+		Logger: log, Ready: ready.Load, Limits: opts.limits(),
 	})
 	return serve(ctx, opts, log, handler, &ready, node.ID())
 }
