@@ -12,6 +12,7 @@ import (
 	"github.com/dairuntime/dair/internal/dag"
 	"github.com/dairuntime/dair/internal/history"
 	"github.com/dairuntime/dair/internal/ids"
+	"github.com/dairuntime/dair/internal/jsonvalid"
 	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/internal/tenancy"
 	"github.com/dairuntime/dair/messages"
@@ -85,7 +86,7 @@ func (n *Node) Submit(ctx context.Context, req SubmitRequest) (*messages.SharedR
 		RuntimeInstanceIdPrefix: tenancy.DefaultPrefix, MaxRuntimeInstances: 1, WorkerCountPerInstance: 1, MaxConcurrentRunsPerInstance: 1}); err != nil {
 		return nil, fmt.Errorf("%w: tenant id: %v", ErrBadInput, err)
 	}
-	if len(req.Input) > 0 && !json.Valid(req.Input) {
+	if len(req.Input) > 0 && !jsonvalid.Valid(req.Input) {
 		return nil, fmt.Errorf("%w: input is not valid JSON", ErrBadInput)
 	}
 	cp, err := e.pipelines.get(ctx, req.Pipeline, "")

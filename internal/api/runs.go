@@ -12,6 +12,7 @@ import (
 
 	"github.com/dairuntime/dair/actors"
 	"github.com/dairuntime/dair/internal/auth"
+	"github.com/dairuntime/dair/internal/jsonvalid"
 	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/messages"
 )
@@ -34,6 +35,11 @@ func normInput(in json.RawMessage) json.RawMessage {
 func (s *server) submit(r *http.Request, req SubmitRequest, sessionID string) (*messages.SharedRun, error) {
 	if req.Pipeline == "" {
 		return nil, badRequest("api: pipeline is required")
+	}
+	if in := normInput(req.Input); len(in) > 0 {
+		if err := jsonvalid.Check(in); err != nil {
+			return nil, badRequest("api: input: %v", err)
+		}
 	}
 	snap, err := s.submitSnapshot(r, req.TenantID, req.CorrelationID)
 	if err != nil {
