@@ -13,6 +13,8 @@ func addServingFlags(fs *pflag.FlagSet, o *server.Options, defaultAuth string) {
 	fs.StringVar(&o.Auth, "auth", defaultAuth, "authentication: none or jwt")
 	fs.StringVar(&o.JWTSecretFile, "jwt-secret-file", "", "HS256 secret file (with --auth jwt)")
 	fs.StringVar(&o.JWTPublicKeyFile, "jwt-public-key-file", "", "RS256/ES256 PEM public key file (with --auth jwt)")
+	fs.StringVar(&o.JWTAudience, "jwt-audience", "", "require this audience in every token's aud claim (with --auth jwt)")
+	fs.StringVar(&o.JWTIssuer, "jwt-issuer", "", "require this issuer as every token's iss claim (with --auth jwt)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&o.LogFormat, "log-format", "console", "log format: json or console")
 	fs.StringVar(&o.HostMode, "host-mode", server.HostFixture, "how scale-out creates runtime hosts: fixture, process (child `dair node` processes; needs --store redis:// and --bind) or attach")

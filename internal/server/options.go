@@ -59,6 +59,9 @@ type Options struct {
 	// JWTSecretFile holds the HS256 secret; JWTPublicKeyFile a PEM RS256/ES256 public key. One
 	// of them is required when Auth is jwt.
 	JWTSecretFile, JWTPublicKeyFile string
+	// JWTAudience and JWTIssuer, when set, must match the aud and iss claims of every token
+	// (tokens without them are refused). Empty: any or no aud and iss are accepted.
+	JWTAudience, JWTIssuer string
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string
 	// LogFormat is json or console. Default console.
@@ -194,6 +197,9 @@ func (o Options) Validate() error {
 	}
 	switch o.Auth {
 	case AuthNone:
+		if o.JWTAudience != "" || o.JWTIssuer != "" {
+			return bad("--jwt-audience and --jwt-issuer need --auth jwt")
+		}
 	case AuthJWT:
 		if o.JWTSecretFile == "" && o.JWTPublicKeyFile == "" {
 			return bad("--auth jwt needs --jwt-secret-file or --jwt-public-key-file")

@@ -30,6 +30,11 @@ func TestOptions_Validate_cases(t *testing.T) {
 		{"node public ip auth none", func(o *Options) { o.LoopbackOnly, o.HTTPAddr = false, "0.0.0.0:8080" }, ""},
 		{"bad http address", func(o *Options) { o.HTTPAddr = "nope" }, "http address"},
 		{"jwt without key", func(o *Options) { o.Auth = AuthJWT }, "--jwt-secret-file"},
+		{"jwt audience without jwt", func(o *Options) { o.JWTAudience = "dair" }, "need --auth jwt"},
+		{"jwt issuer and audience", func(o *Options) {
+			o.Auth, o.JWTSecretFile, o.JWTAudience, o.JWTIssuer = AuthJWT, "secret", "dair", "idp"
+		}, ""},
+		{"negative max steps", func(o *Options) { o.MaxSteps = -1 }, "max steps"},
 		{"unknown auth", func(o *Options) { o.Auth = "basic" }, "unknown auth"},
 		{"unknown role", func(o *Options) { o.Roles = []string{"worker"} }, "unknown role"},
 		{"unknown scheme", func(o *Options) { o.StoreURL = "mysql://x" }, "unknown scheme"},
@@ -143,6 +148,9 @@ func TestLoadPipelines_cases(t *testing.T) {
 			"bad.yaml": "key: bad\nsteps:\n  - id: a\n    uses: echo\n    needs: [missing]\n",
 		}, nil, []string{"bad.yaml", "unknown_dependency"}},
 		{"malformed yaml", map[string]string{"x.yaml": "key: [\n"}, nil, []string{"x.yaml", "parse yaml"}},
+		{"over the step limit", map[string]string{
+			"big.yaml": "key: big\nsteps:\n" + strings.Repeat("  - {id: a, uses: echo}\n", 1001),
+		}, nil, []string{"big.yaml", "too_many_steps"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -50,7 +50,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	var verifier auth.Verifier
 	if opts.Auth == AuthJWT {
-		verifier, err = auth.LoadVerifier(opts.JWTSecretFile, opts.JWTPublicKeyFile)
+		verifier, err = auth.LoadVerifier(opts.JWTSecretFile, opts.JWTPublicKeyFile,
+			auth.WithAudience(opts.JWTAudience), auth.WithIssuer(opts.JWTIssuer))
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrInvalidOptions, err)
 		}
