@@ -43,7 +43,7 @@ func (s *server) controlInstance(op string) http.HandlerFunc {
 		}
 		d, err := s.node.ControlInstance(r.Context(), r.PathValue("id"), op)
 		if err != nil {
-			s.fail(w, r, err)
+			s.fail(w, r, notFoundAs(err, "instance", r.PathValue("id")))
 			return
 		}
 		s.writeJSON(w, http.StatusOK, InstanceFromMessage(d))
@@ -92,7 +92,7 @@ func (s *server) getTenant(w http.ResponseWriter, r *http.Request) {
 	}
 	t, err := s.node.GetTenant(r.Context(), id)
 	if err != nil {
-		s.fail(w, r, err)
+		s.fail(w, r, notFoundAs(err, "tenant", id))
 		return
 	}
 	s.writeJSON(w, http.StatusOK, TenantFromMessage(t))
@@ -118,7 +118,7 @@ func (s *server) putTenant(w http.ResponseWriter, r *http.Request) {
 	body.TenantID = id
 	t, err := s.node.PutTenant(r.Context(), body.ToMessage())
 	if errors.Is(err, actors.ErrBadInput) || errors.Is(err, tenancy.ErrInvalidSettings) {
-		err = &requestError{code: CodeInvalidSettings, msg: err.Error()}
+		err = &requestError{code: CodeInvalidSettings, msg: publicMessage(err.Error())}
 	}
 	if err != nil {
 		s.fail(w, r, err)
@@ -136,7 +136,7 @@ func (s *server) suspendTenant(suspended bool) http.HandlerFunc {
 		}
 		t, err := s.node.SetSuspended(r.Context(), r.PathValue("id"), suspended)
 		if err != nil {
-			s.fail(w, r, err)
+			s.fail(w, r, notFoundAs(err, "tenant", r.PathValue("id")))
 			return
 		}
 		s.writeJSON(w, http.StatusOK, TenantFromMessage(t))
@@ -217,7 +217,7 @@ func (s *server) getPipeline(w http.ResponseWriter, r *http.Request) {
 	}
 	pv, err := s.node.Store().GetPipeline(r.Context(), r.PathValue("key"), r.URL.Query().Get("hash"))
 	if err != nil {
-		s.fail(w, r, err)
+		s.fail(w, r, notFoundAs(err, "pipeline", r.PathValue("key")))
 		return
 	}
 	s.writeJSON(w, http.StatusOK, PipelineFromMessage(pv, true))

@@ -35,7 +35,8 @@ type Config struct {
 	SSEPoll time.Duration
 	// Logger receives server errors and recovered panics. Default: no logging.
 	Logger *zap.Logger
-	// Ready reports readiness for GET /readyz. Default: always ready.
+	// Ready reports readiness for GET /readyz. Default: always ready. Besides it, /readyz
+	// answers 503 store_unavailable while the node's store does not answer a cached probe.
 	Ready func() bool
 	// Cluster is the node's membership, listed by GET /v1/cluster/members. Default nil: the
 	// endpoint answers 404 (a single node).
@@ -67,11 +68,12 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// server holds the handlers' shared state. It is immutable after New.
+// server holds the handlers' shared state. It is immutable after New (probe is goroutine-safe).
 type server struct {
-	cfg  Config
-	node *actors.Node
-	log  *zap.Logger
+	cfg   Config
+	node  *actors.Node
+	log   *zap.Logger
+	probe *storeProbe
 }
 
 // New returns the HTTP handler of the dair API (CONTRACT.md, "HTTP API"). It panics when
@@ -82,7 +84,7 @@ func New(cfg Config) http.Handler {
 		panic("api: Config.Node is required")
 	}
 	cfg = cfg.withDefaults()
-	s := &server{cfg: cfg, node: cfg.Node, log: cfg.Logger}
+	s := &server{cfg: cfg, node: cfg.Node, log: cfg.Logger, probe: newStoreProbe(cfg.Node.Store())}
 	mux := http.NewServeMux()
 	v1 := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.authenticate(h)) }
 
@@ -140,14 +142,6 @@ func Unavailable(code, message string) http.Handler {
 		}
 		s.writeError(w, http.StatusServiceUnavailable, code, message)
 	})
-}
-
-func (s *server) readyz(w http.ResponseWriter, _ *http.Request) {
-	if !s.cfg.Ready() {
-		s.writeError(w, http.StatusServiceUnavailable, "not_ready", "api: node is not ready")
-		return
-	}
-	s.writeJSON(w, http.StatusOK, Health{Status: "ready"})
 }
 
 // statusWriter remembers whether the header was written, so the recover middleware does not
