@@ -97,12 +97,17 @@ func (p *Provider) StartMember(c *pcluster.Cluster) error {
 	if err != nil {
 		return fmt.Errorf("cluster: actor system address: %w", err)
 	}
+	var started int64
+	if !p.cfg.Started.IsZero() {
+		started = p.cfg.Started.UnixMilli()
+	}
 	meta, err := encodeMeta(nodeMeta{NodeID: p.cfg.NodeID, Host: host, Port: port,
-		Roles: p.cfg.Roles, Kinds: c.GetClusterKinds(), Leaving: true})
+		Roles: p.cfg.Roles, Kinds: c.GetClusterKinds(), Leaving: true, Session: p.cfg.Session, Started: started})
 	if err != nil { // checked with Leaving set so the leave announcement fits too
 		return err
 	}
-	p.meta = nodeMeta{NodeID: p.cfg.NodeID, Host: host, Port: port, Roles: p.cfg.Roles, Kinds: c.GetClusterKinds()}
+	p.meta = nodeMeta{NodeID: p.cfg.NodeID, Host: host, Port: port, Roles: p.cfg.Roles, Kinds: c.GetClusterKinds(),
+		Session: p.cfg.Session, Started: started}
 	if meta, err = encodeMeta(p.meta); err != nil {
 		return err
 	}
