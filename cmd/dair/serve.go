@@ -21,6 +21,7 @@ func addServingFlags(fs *pflag.FlagSet, o *server.Options, defaultAuth string) {
 	fs.StringVar(&o.PipelinesDir, "pipelines", "", "directory of pipeline files (*.yaml, *.yml, *.json) loaded at start")
 	fs.StringVar(&o.NodeID, "node-id", "", "node id (default: the host name)")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "bound of the graceful shutdown")
+	fs.BoolVar(&o.MetricsAuth, "metrics-auth", false, "require a token with the operator role for GET /metrics (with --auth jwt)")
 	fs.IntVar(&o.MaxSteps, "max-steps", dag.DefaultMaxSteps, "most steps a pipeline may have (PUT /v1/pipelines and --pipelines files)")
 }
 
@@ -50,7 +51,9 @@ func newNodeCmd(a *app) *cobra.Command {
 		Use:   "node",
 		Short: "run one cluster node",
 		Long: "node runs one cluster node on a shared store. --store is redis://HOST:PORT/DB (or bolt://PATH for a\n" +
-			"single node); --bind is the membership address and --join lists seeds.",
+			"single node); --bind is the membership address and --join lists seeds. With --auth none it serves HTTP on\n" +
+			"loopback only; membership off loopback needs --gossip-key-file; --tls-cert/--tls-key/--tls-ca encrypt and\n" +
+			"authenticate node-to-node actor traffic (mutual TLS).",
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.StoreURL == "" {
@@ -68,7 +71,10 @@ func newNodeCmd(a *app) *cobra.Command {
 	fs.StringVar(&o.HTTPAddr, "http", o.HTTPAddr, "HTTP API listen address")
 	fs.IntVar(&o.ActorPort, "actor-port", 0, "actor remote port (0: chosen)")
 	fs.StringVar(&o.ClusterProfile, "cluster-profile", "lan", "failure detection: lan (memberlist defaults) or local (probe 250ms)")
-	fs.StringVar(&o.GossipKeyFile, "gossip-key-file", "", "memberlist encryption key file (16/24/32 bytes, raw or base64)")
+	fs.StringVar(&o.GossipKeyFile, "gossip-key-file", "", "memberlist encryption key file (16/24/32 bytes, raw or base64); required off loopback")
+	fs.StringVar(&o.TLSCert, "tls-cert", "", "PEM certificate of this node for mutual TLS between nodes (with --tls-key and --tls-ca)")
+	fs.StringVar(&o.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&o.TLSCA, "tls-ca", "", "PEM CA certificate(s) that sign every node's certificate")
 	fs.StringVar(&o.DataDir, "data", o.DataDir, "data directory (process host logs under DIR/hosts)")
 	fs.StringVar(&o.Instance, "instance", "", "runtime instance id to create at start (role runtime; how process hosts start)")
 	fs.StringVar(&o.InstanceSettings, "instance-settings", "", "tenant settings JSON of --instance (default: shared defaults)")

@@ -43,3 +43,15 @@ func TestServer_putPipeline_limits(t *testing.T) {
 	raised := newFixture(t, false, func(c *api.Config) { c.Limits.MaxSteps = 2000 })
 	raised.call("PUT", "/v1/pipelines/over", chainDoc("over", dag.DefaultMaxSteps+1), http.StatusOK, nil)
 }
+
+func TestServer_metricsAuth(t *testing.T) {
+	open := newFixture(t, true, nil)
+	open.call("GET", "/metrics", "", http.StatusOK, nil)
+
+	f := newFixture(t, true, func(c *api.Config) { c.MetricsAuth = true })
+	f.callErr("GET", "/metrics", "", http.StatusUnauthorized, api.CodeUnauthenticated)
+	f.as(mintToken(t, "acme", "tenant")).callErr("GET", "/metrics", "", http.StatusForbidden, api.CodeForbidden)
+	b := f.as(mintToken(t, "ops", "operator")).call("GET", "/metrics", "", http.StatusOK, nil)
+	require.Contains(t, string(b), "dair_")
+	f.call("GET", "/healthz", "", http.StatusOK, nil)
+}

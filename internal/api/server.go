@@ -41,6 +41,9 @@ type Config struct {
 	// Cluster is the node's membership, listed by GET /v1/cluster/members. Default nil: the
 	// endpoint answers 404 (a single node).
 	Cluster *cluster.Membership
+	// MetricsAuth puts GET /metrics behind the bearer token: the operator role is required
+	// (the series name every tenant's instances). It needs Auth. Default false: open.
+	MetricsAuth bool
 	// Limits bound the pipelines PUT /v1/pipelines/{key} accepts (a 400 invalid_pipeline
 	// beyond them). Zero fields mean dag's defaults (1,000 steps, 512 KiB, 64 KiB templates).
 	Limits dag.Limits
@@ -124,11 +127,25 @@ func New(cfg Config) http.Handler {
 		s.writeJSON(w, http.StatusOK, Health{Status: "ok"})
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Node.Metrics().Registry, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", s.metrics(promhttp.HandlerFor(cfg.Node.Metrics().Registry, promhttp.HandlerOpts{})))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("api: no route for %s %s", r.Method, r.URL.Path))
 	})
 	return s.recover(s.limitBody(mux))
+}
+
+// metrics serves h, behind the token and the operator role when MetricsAuth is set.
+func (s *server) metrics(h http.Handler) http.Handler {
+	if !s.cfg.MetricsAuth || s.cfg.Auth == nil {
+		return h
+	}
+	return s.authenticate(func(w http.ResponseWriter, r *http.Request) {
+		if err := requireRole(r, auth.RoleOperator); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Unavailable returns the handler a node serves while it has no API to offer (it is restarting

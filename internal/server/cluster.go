@@ -30,6 +30,8 @@ type member struct {
 	m      *cluster.Membership
 	node   *actors.Node
 	dead   chan struct{}
+	// dup receives the older member of another process that uses this node's id.
+	dup <-chan cluster.Member
 }
 
 // swapHandler serves the current incarnation's API; a restart under a new member id swaps it.
@@ -49,6 +51,15 @@ func runCluster(ctx context.Context, opts Options, log *zap.Logger, st store.Sto
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidOptions, err)
 	}
+	remoteTLS, err := loadRemoteTLS(opts, log)
+	if err != nil {
+		return err
+	}
+	session, err := newSession()
+	if err != nil {
+		return err
+	}
+	started := time.Now()
 	specs, err := opts.instanceSpecs()
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidOptions, err)
@@ -74,7 +85,8 @@ func runCluster(ctx context.Context, opts Options, log *zap.Logger, st store.Sto
 	}
 	start := func(rejoin bool) (*member, error) {
 		ccfg := cluster.Config{NodeID: opts.NodeID, BindAddr: opts.BindAddr, Join: opts.Join,
-			Profile: cluster.Profile(opts.ClusterProfile), Roles: opts.Roles, ActorPort: opts.ActorPort, Keyring: keyring, Logger: log}
+			Profile: cluster.Profile(opts.ClusterProfile), Roles: opts.Roles, ActorPort: opts.ActorPort, Keyring: keyring,
+			RemoteTLS: remoteTLS, Session: session, Started: started, Logger: log}
 		if ff != nil {
 			ft, err := ff.newTransport(opts.BindAddr)
 			if err != nil {
@@ -89,6 +101,15 @@ func runCluster(ctx context.Context, opts Options, log *zap.Logger, st store.Sto
 			return nil, fmt.Errorf("server: join cluster: %w", err)
 		}
 		mb := &member{system: sys, m: m, dead: make(chan struct{})}
+		if !rejoin && len(opts.Join) > 0 {
+			if err := checkNodeID(ctx, m, opts.NodeID); err != nil {
+				if serr := m.Shutdown(false); serr != nil {
+					log.Warn("leave cluster", zap.Error(serr))
+				}
+				sys.Shutdown()
+				return nil, err
+			}
+		}
 		if rejoin && len(opts.Join) > 0 {
 			// A node the cluster declared dead takes no work until the cluster has it back:
 			// while still cut off (a partition that reaches the store but not the peers) its
@@ -116,7 +137,7 @@ func runCluster(ctx context.Context, opts Options, log *zap.Logger, st store.Sto
 			sys.Shutdown()
 			return nil, fmt.Errorf("server: start node: %w", err)
 		}
-		mb.node = node
+		mb.node, mb.dup = node, watchDuplicate(m)
 		hs.started(node, log)
 		h.set(api.New(api.Config{Node: node, Auth: verifier, MaxBodyBytes: opts.MaxBodyBytes, SSEHeartbeat: opts.SSEHeartbeat,
 			Logger: log, Ready: ready.Load, Limits: opts.limits(), Cluster: m}))
@@ -150,6 +171,9 @@ func runCluster(ctx context.Context, opts Options, log *zap.Logger, st store.Sto
 		select {
 		case err := <-served:
 			return errors.Join(err, stop(cur, true))
+		case d := <-cur.dup:
+			cancelServe()
+			return errors.Join(duplicateError(opts.NodeID, d), stop(cur, true), <-served)
 		case <-cur.dead:
 			log.Warn("restarting under a new member id after being declared dead", zap.String("old_member", cur.system.ID))
 			ready.Store(false)

@@ -23,6 +23,9 @@ var (
 	// ErrBadPipeline is wrapped by the error Run returns when a file of PipelinesDir cannot be
 	// read or is not a valid pipeline. The dair binary maps it to exit code 2.
 	ErrBadPipeline = errors.New("server: bad pipeline file")
+	// ErrDuplicateNodeID is wrapped by the error Run returns when a live cluster member of
+	// another process already uses the node's NodeID.
+	ErrDuplicateNodeID = errors.New("server: node id in use")
 )
 
 // Auth modes.
@@ -99,10 +102,14 @@ type Options struct {
 	// false.
 	FaultInjection bool
 	// GossipKeyFile holds a memberlist encryption key (16, 24 or 32 bytes, raw or base64).
-	// Optional.
+	// Required when BindAddr or a Join address is not loopback; optional otherwise.
 	GossipKeyFile string
-	// LoopbackOnly refuses a non-loopback HTTPAddr when Auth is none (dev mode). Default false.
-	LoopbackOnly bool
+	// TLSCert, TLSKey and TLSCA are PEM files for mutual TLS on node-to-node actor traffic
+	// (see cluster.LoadTLS): all three or none. Cluster mode only. Default: plaintext.
+	TLSCert, TLSKey, TLSCA string
+	// MetricsAuth puts GET /metrics behind the bearer token (operator role). Needs Auth jwt.
+	// Default false.
+	MetricsAuth bool
 	// MaxBodyBytes caps request bodies. Default 1 MiB.
 	MaxBodyBytes int64
 	// MaxSteps bounds the steps of a pipeline put over HTTP or loaded from PipelinesDir
@@ -126,13 +133,9 @@ func DefaultOptions() Options {
 	}
 }
 
-// DevOptions returns the options of `dair dev`: every role, the embedded store under ./.dair
-// and, with auth none, a loopback-only listener.
-func DevOptions() Options {
-	o := DefaultOptions()
-	o.LoopbackOnly = true
-	return o
-}
+// DevOptions returns the options of `dair dev`: every role and the embedded store under
+// ./.dair. Like every node, with auth none it serves on loopback only.
+func DevOptions() Options { return DefaultOptions() }
 
 // withDefaults fills zero fields from DefaultOptions.
 func (o Options) withDefaults() Options {
@@ -217,8 +220,11 @@ func (o Options) Validate() error {
 	if err != nil {
 		return bad("http address %q: %v", o.HTTPAddr, err)
 	}
-	if o.LoopbackOnly && o.Auth == AuthNone && !isLoopback(host) {
-		return bad("http address %q is not loopback; with --auth none dev serves on loopback only (use 127.0.0.1 or --auth jwt)", o.HTTPAddr)
+	if o.Auth == AuthNone && !isLoopback(host) {
+		return bad("http address %q is not loopback; with --auth none the API serves on loopback only (use 127.0.0.1 or --auth jwt)", o.HTTPAddr)
+	}
+	if o.MetricsAuth && o.Auth != AuthJWT {
+		return bad("--metrics-auth needs --auth jwt")
 	}
 	if o.BindAddr != "" {
 		if err := checkHostPort(o.BindAddr); err != nil {
@@ -238,6 +244,39 @@ func (o Options) Validate() error {
 	}
 	if o.ActorPort < 0 || o.ActorPort > 65535 {
 		return bad("actor port %d out of range", o.ActorPort)
+	}
+	if err := o.validateSecurity(); err != nil {
+		return bad("%v", err)
+	}
+	return nil
+}
+
+// validateSecurity checks the membership and actor transport options: a gossip key for
+// membership that leaves the loopback interface, and all or none of the TLS files in cluster
+// mode. It returns an unwrapped error; Validate wraps it.
+func (o Options) validateSecurity() error {
+	if o.GossipKeyFile == "" {
+		addrs := append([]string{o.BindAddr}, o.Join...)
+		for _, a := range addrs {
+			if a == "" {
+				continue
+			}
+			if host, _, err := net.SplitHostPort(a); err == nil && !isLoopback(host) {
+				return fmt.Errorf("membership address %q is not loopback; give --gossip-key-file to encrypt and authenticate gossip", a)
+			}
+		}
+	}
+	n := 0
+	for _, f := range []string{o.TLSCert, o.TLSKey, o.TLSCA} {
+		if f != "" {
+			n++
+		}
+	}
+	switch {
+	case n != 0 && n != 3:
+		return errors.New("--tls-cert, --tls-key and --tls-ca go together")
+	case n == 3 && !o.clustered():
+		return errors.New("--tls-cert, --tls-key and --tls-ca secure node-to-node traffic and need cluster mode (--bind)")
 	}
 	return nil
 }

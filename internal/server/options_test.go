@@ -27,7 +27,28 @@ func TestOptions_Validate_cases(t *testing.T) {
 		{"dev public ip with jwt", func(o *Options) {
 			o.HTTPAddr, o.Auth, o.JWTSecretFile = "0.0.0.0:8080", AuthJWT, "secret"
 		}, ""},
-		{"node public ip auth none", func(o *Options) { o.LoopbackOnly, o.HTTPAddr = false, "0.0.0.0:8080" }, ""},
+		{"node public ip auth none refused", func(o *Options) { o.HTTPAddr = "0.0.0.0:8080" }, "not loopback"},
+		{"metrics auth without jwt", func(o *Options) { o.MetricsAuth = true }, "--metrics-auth needs --auth jwt"},
+		{"metrics auth with jwt", func(o *Options) { o.MetricsAuth, o.Auth, o.JWTSecretFile = true, AuthJWT, "secret" }, ""},
+		{"public bind without gossip key", func(o *Options) {
+			o.StoreURL, o.BindAddr = "redis://127.0.0.1:6379/0", "10.0.0.5:7946"
+		}, "give --gossip-key-file"},
+		{"all-interfaces bind without gossip key", func(o *Options) {
+			o.StoreURL, o.BindAddr = "redis://127.0.0.1:6379/0", "0.0.0.0:7946"
+		}, "give --gossip-key-file"},
+		{"public join without gossip key", func(o *Options) {
+			o.StoreURL, o.BindAddr, o.Join = "redis://127.0.0.1:6379/0", "127.0.0.1:7946", []string{"10.0.0.6:7946"}
+		}, "give --gossip-key-file"},
+		{"public bind with gossip key", func(o *Options) {
+			o.StoreURL, o.BindAddr, o.GossipKeyFile = "redis://127.0.0.1:6379/0", "10.0.0.5:7946", "key"
+		}, ""},
+		{"partial tls", func(o *Options) {
+			o.StoreURL, o.BindAddr, o.TLSCert = "redis://127.0.0.1:6379/0", "127.0.0.1:0", "cert.pem"
+		}, "go together"},
+		{"tls", func(o *Options) {
+			o.StoreURL, o.BindAddr, o.TLSCert, o.TLSKey, o.TLSCA = "redis://127.0.0.1:6379/0", "127.0.0.1:0", "c", "k", "ca"
+		}, ""},
+		{"tls without cluster", func(o *Options) { o.TLSCert, o.TLSKey, o.TLSCA = "c", "k", "ca" }, "need cluster mode"},
 		{"bad http address", func(o *Options) { o.HTTPAddr = "nope" }, "http address"},
 		{"jwt without key", func(o *Options) { o.Auth = AuthJWT }, "--jwt-secret-file"},
 		{"jwt audience without jwt", func(o *Options) { o.JWTAudience = "dair" }, "need --auth jwt"},

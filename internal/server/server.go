@@ -98,7 +98,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	var ready atomic.Bool
 	handler := api.New(api.Config{
 		Node: node, Auth: verifier, MaxBodyBytes: opts.MaxBodyBytes, SSEHeartbeat: opts.SSEHeartbeat,
-		Logger: log, Ready: ready.Load, Limits: opts.limits(),
+		Logger: log, Ready: ready.Load, Limits: opts.limits(), MetricsAuth: opts.MetricsAuth,
 	})
 	return serve(ctx, opts, log, handler, &ready, node.ID())
 }
