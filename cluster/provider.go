@@ -54,6 +54,7 @@ type Provider struct {
 
 	subs subscribers
 	d    *delegate
+	gate *tlsGate
 	meta nodeMeta // set by StartMember
 
 	// Owned by the owner goroutine (and StartMember before it starts).
@@ -78,6 +79,7 @@ func NewProvider(cfg Config) (*Provider, error) {
 		departed:  map[string]struct{}{},
 		reconnect: map[string]time.Time{},
 		missing:   map[string]time.Time{},
+		gate:      newTLSGate(cfg.RemoteTLS, cfg.Profile.timings().reconnect, cfg.Logger),
 	}, nil
 }
 
@@ -259,6 +261,16 @@ func (p *Provider) run() {
 	}
 }
 
+// goProbe runs a TLS probe in a goroutine that Shutdown waits for, then asks for a rebuild.
+func (p *Provider) goProbe(probe func()) {
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		probe()
+		p.markDirty()
+	}()
+}
+
 // markDirty asks the owner goroutine to rebuild. It never blocks.
 func (p *Provider) markDirty() {
 	select {
@@ -291,6 +303,9 @@ func (p *Provider) rebuild() {
 		if m.ID != selfID && blocked.IsBlocked(m.ID) {
 			continue
 		}
+		if m.ID != selfID && !p.gate.admitted(m, p.goProbe) {
+			continue
+		}
 		if other, dup := byAddr[m.Address]; dup {
 			// One actor address can only be held by one live process: prefer the newcomer
 			// (the old holder must be gone), else the larger id.
@@ -307,6 +322,7 @@ func (p *Provider) rebuild() {
 		cur[m.ID] = m
 	}
 	p.mu.RUnlock()
+	p.gate.forget(present)
 
 	// A member that vanished from memberlist stays in the view for a grace period: after a
 	// partition heals, the isolated node's queued dead broadcasts can briefly mark healthy
