@@ -103,7 +103,8 @@ func runCluster(ctx context.Context, opts Options, log *zap.Logger, st store.Sto
 		mb := &member{system: sys, m: m, dead: make(chan struct{})}
 		if !rejoin && len(opts.Join) > 0 {
 			if err := checkNodeID(ctx, m, opts.NodeID); err != nil {
-				if serr := m.Shutdown(false); serr != nil {
+				// Leave gracefully: the member that keeps the id drops this one at once.
+				if serr := m.Shutdown(true); serr != nil {
 					log.Warn("leave cluster", zap.Error(serr))
 				}
 				sys.Shutdown()
