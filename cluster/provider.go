@@ -452,12 +452,12 @@ func (p *Provider) reconnectOnce() {
 	if len(zombies) == 0 {
 		return
 	}
-	msg, err := encodeNotice(notice{From: p.selfMember.ID, Side: side, MinID: minID})
-	if err != nil {
-		p.log.Error("cluster: encode notice", zap.Error(err))
-		return
-	}
 	for _, n := range zombies {
+		msg, err := encodeNotice(notice{From: p.selfMember.ID, Side: side, MinID: minID, To: n.Name})
+		if err != nil {
+			p.log.Error("cluster: encode notice", zap.Error(err))
+			return
+		}
 		if err := p.ml.SendReliable(n, msg); err != nil {
 			p.log.Debug("cluster: send declared-dead notice", zap.String("to", n.Name), zap.Error(err))
 		}
@@ -468,6 +468,11 @@ func (p *Provider) reconnectOnce() {
 // owner goroutine.
 func (p *Provider) handleNotice(n notice) {
 	if p.selfDead {
+		return
+	}
+	if n.To != "" && n.To != p.selfMember.ID {
+		// Meant for an earlier incarnation of this process at the same address.
+		p.log.Debug("cluster: ignore declared-dead notice for another incarnation", zap.String("to", n.To), zap.String("by", n.From))
 		return
 	}
 	p.mu.RLock()

@@ -339,3 +339,37 @@ func TestSecure_duplicateNodeIDRefused(t *testing.T) {
 		return err == nil && len(ml.Members) == 1
 	}, "the refused process left a's membership")
 }
+
+// TestCluster_pausedNodeRestartsItsMemberIDOnce: a node paused past the failure timeout and
+// resumed restarts under a new member id exactly once; peers' declared-dead notices meant for
+// its old incarnation (same memberlist address) must not kill the new one.
+func TestCluster_pausedNodeRestartsItsMemberIDOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process cluster test")
+	}
+	testkit.RequireRedis(t)
+	r := testkit.StartRedis(t, testkit.RedisOptions{})
+	pc := startCluster(t, r, 3)
+	victim := pc.Node(2)
+	victim.Stop()
+	testkit.Eventually(t, 30*time.Second, 50*time.Millisecond, func() bool {
+		return strings.Contains(pc.Node(0).Logs(), "cluster member lost")
+	}, "membership declared the paused node lost")
+	victim.Cont()
+	const restart = "restarting under a new member id"
+	testkit.Eventually(t, 30*time.Second, 50*time.Millisecond, func() bool {
+		return strings.Contains(victim.Logs(), restart)
+	}, "paused node restarted under a new member id")
+	pc.WaitTopology(3)
+	// Settled: every node lists the new incarnation; it restarted once.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	self, err := victim.MemberID(ctx)
+	require.NoError(t, err)
+	for _, n := range pc.Nodes() {
+		ml, err := n.Members(ctx)
+		require.NoError(t, err)
+		require.True(t, slices.ContainsFunc(ml.Members, func(m api.ClusterMember) bool { return m.ID == self }), "%s lacks %s", n.ID(), self)
+	}
+	require.Equal(t, 1, strings.Count(victim.Logs(), restart), "restarts:\n%s", victim.Logs())
+}
