@@ -261,16 +261,6 @@ func (p *Provider) run() {
 	}
 }
 
-// goProbe runs a TLS probe in a goroutine that Shutdown waits for, then asks for a rebuild.
-func (p *Provider) goProbe(probe func()) {
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		probe()
-		p.markDirty()
-	}()
-}
-
 // markDirty asks the owner goroutine to rebuild. It never blocks.
 func (p *Provider) markDirty() {
 	select {
@@ -279,17 +269,14 @@ func (p *Provider) markDirty() {
 	}
 }
 
-// rebuild recomputes the alive set from memberlist, emits events and feeds protoactor's
-// member list. Called only by StartMember (before the goroutines start) and the owner.
-func (p *Provider) rebuild() {
-	selfID := p.selfMember.ID
+// aliveMembers decodes memberlist's alive nodes into members, skipping departed, blocked and
+// (with TLS) unverified ones and resolving actor address conflicts; present lists every name
+// memberlist knows. The caller holds p.mu for reading.
+func (p *Provider) aliveMembers(prev map[string]Member, selfID string) (cur map[string]Member, present map[string]bool) {
 	blocked := p.cluster.Remote.BlockList()
-
-	p.mu.RLock()
-	prev := p.view
-	cur := make(map[string]Member, len(prev))
+	cur = make(map[string]Member, len(prev))
 	byAddr := map[string]string{}
-	present := map[string]bool{}
+	present = map[string]bool{}
 	for _, n := range p.d.snapshot() {
 		present[n.Name] = true
 		m, err := memberFromNode(n)
@@ -300,10 +287,7 @@ func (p *Provider) rebuild() {
 		if _, gone := p.departed[m.ID]; gone && m.ID != selfID {
 			continue
 		}
-		if m.ID != selfID && blocked.IsBlocked(m.ID) {
-			continue
-		}
-		if m.ID != selfID && !p.gate.admitted(m, p.goProbe) {
+		if m.ID != selfID && (blocked.IsBlocked(m.ID) || !p.gate.admitted(m, p.goProbe)) {
 			continue
 		}
 		if other, dup := byAddr[m.Address]; dup {
@@ -321,6 +305,16 @@ func (p *Provider) rebuild() {
 		byAddr[m.Address] = m.ID
 		cur[m.ID] = m
 	}
+	return cur, present
+}
+
+// rebuild recomputes the alive set from memberlist, emits events and feeds protoactor's
+// member list. Called only by StartMember (before the goroutines start) and the owner.
+func (p *Provider) rebuild() {
+	selfID := p.selfMember.ID
+	p.mu.RLock()
+	prev := p.view
+	cur, present := p.aliveMembers(prev, selfID)
 	p.mu.RUnlock()
 	p.gate.forget(present)
 

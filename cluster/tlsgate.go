@@ -103,3 +103,13 @@ func (g *tlsGate) forget(present map[string]bool) {
 		}
 	}
 }
+
+// goProbe runs a TLS probe in a goroutine that Shutdown waits for, then asks for a rebuild.
+func (p *Provider) goProbe(probe func()) {
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		probe()
+		p.markDirty()
+	}()
+}
