@@ -148,9 +148,9 @@ func TestHTTPHandler_CallTool_refused(t *testing.T) {
 	}{
 		{"no token", anon, mcpserver.ToolGetRun, map[string]any{"shared_run_id": sub.SharedRunID}, api.CodeUnauthenticated, "HTTP 401"},
 		{"bad token", garbage, mcpserver.ToolListRuns, map[string]any{}, api.CodeUnauthenticated, "HTTP 401"},
-		{"other tenant's run", globex, mcpserver.ToolGetRun, map[string]any{"shared_run_id": sub.SharedRunID}, api.CodeForbidden, "HTTP 403"},
-		{"other tenant's cancel", globex, mcpserver.ToolCancelRun, map[string]any{"shared_run_id": sub.SharedRunID}, api.CodeForbidden, "HTTP 403"},
-		{"other tenant's ledger", globex, mcpserver.ToolGetLedger, map[string]any{"execution_id": run.ExecutionID}, api.CodeForbidden, "HTTP 403"},
+		{"other tenant's run", globex, mcpserver.ToolGetRun, map[string]any{"shared_run_id": sub.SharedRunID}, api.CodeNotFound, "HTTP 404"},
+		{"other tenant's cancel", globex, mcpserver.ToolCancelRun, map[string]any{"shared_run_id": sub.SharedRunID}, api.CodeNotFound, "HTTP 404"},
+		{"other tenant's ledger", globex, mcpserver.ToolGetLedger, map[string]any{"execution_id": run.ExecutionID}, api.CodeNotFound, "HTTP 404"},
 		{"tenant drains shared queue", acme, mcpserver.ToolDrainSharedQueue, map[string]any{}, api.CodeForbidden, "HTTP 403"},
 		{"tenant lists instances", acme, mcpserver.ToolListInstances, map[string]any{}, api.CodeForbidden, "HTTP 403"},
 		{"tenant puts tenant", acme, mcpserver.ToolPutTenant, map[string]any{"tenant_id": "acme", "isolation_mode": "dedicated"}, api.CodeForbidden, "HTTP 403"},
