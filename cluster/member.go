@@ -158,9 +158,14 @@ func memberFromNode(n *memberlist.Node) (Member, error) {
 // YieldsTo reports whether m, a member with the same NodeID as o from another process, must
 // give the node id up to o: o's process started first (or, at the same millisecond, has the
 // smaller session). Members of one process (an incarnation restarted under a new member id)
-// never yield to each other.
+// never yield to each other, nor does m yield to a member at m's own memberlist or actor
+// address: m holds that address now, so o is a dead process (killed and restarted on the same
+// address) that the cluster has not yet reported lost.
 func (m Member) YieldsTo(o Member) bool {
 	if m.NodeID != o.NodeID || m.ID == o.ID || m.Session == o.Session {
+		return false
+	}
+	if (o.MemberlistAddr != "" && o.MemberlistAddr == m.MemberlistAddr) || (o.Address != "" && o.Address == m.Address) {
 		return false
 	}
 	if !m.Started.Equal(o.Started) {

@@ -47,7 +47,7 @@ func TestLoadTLS_cases(t *testing.T) {
 
 func TestMember_YieldsTo_cases(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
-	self := cluster.Member{ID: "m2", NodeID: "n1", Session: "b", Started: t0.Add(time.Second)}
+	self := cluster.Member{ID: "m2", NodeID: "n1", Session: "b", Started: t0.Add(time.Second), MemberlistAddr: "127.0.0.1:7946"}
 	tests := []struct {
 		name  string
 		other cluster.Member
@@ -60,6 +60,8 @@ func TestMember_YieldsTo_cases(t *testing.T) {
 		{"same process, older incarnation", cluster.Member{ID: "m1", NodeID: "n1", Session: "b", Started: t0}, false},
 		{"other node id", cluster.Member{ID: "m1", NodeID: "n9", Session: "a", Started: t0}, false},
 		{"itself", self, false},
+		{"dead process at this member's memberlist address", cluster.Member{ID: "m1", NodeID: "n1", Session: "a", Started: t0,
+			MemberlistAddr: "127.0.0.1:7946"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -64,10 +66,24 @@ func checkNodeID(ctx context.Context, m *cluster.Membership, nodeID string) erro
 		case <-tk.C:
 		}
 	}
-	if d, ok := m.Duplicate(); ok {
+	if d, ok := m.Duplicate(); ok && !endpointRefuses(d.Address) {
 		return duplicateError(nodeID, d)
 	}
 	return nil
+}
+
+// endpointRefuses reports whether a TCP connection to addr is refused: no process listens
+// there any more, so a member advertising it is a crashed process the cluster has not yet
+// reported lost, not a live duplicate.
+func endpointRefuses(addr string) bool {
+	conn, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
+	if err != nil {
+		return errors.Is(err, syscall.ECONNREFUSED)
+	}
+	if err := conn.Close(); err != nil {
+		return false // accepted: something listens, whatever Close reports
+	}
+	return false
 }
 
 // watchDuplicate reports, once, a member of an earlier process that uses this node's id and
@@ -77,13 +93,14 @@ func watchDuplicate(m *cluster.Membership) <-chan cluster.Member {
 	out := make(chan cluster.Member, 1)
 	events, _ := m.Subscribe(16)
 	self := m.Self()
-	if d, ok := m.Duplicate(); ok { // joined before the subscription
+	if d, ok := m.Duplicate(); ok && !endpointRefuses(d.Address) { // joined before the subscription
 		out <- d
 		return out
 	}
 	go func() {
 		for ev := range events {
-			if (ev.Kind == cluster.MemberJoined || ev.Kind == cluster.MemberUpdated) && self.YieldsTo(ev.Member) {
+			if (ev.Kind == cluster.MemberJoined || ev.Kind == cluster.MemberUpdated) && self.YieldsTo(ev.Member) &&
+				!endpointRefuses(ev.Member.Address) {
 				out <- ev.Member
 				for range events { // drain until Shutdown closes the subscription
 				}
