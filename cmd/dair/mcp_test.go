@@ -145,7 +145,7 @@ func TestDair_MCP_stdio(t *testing.T) {
 	other, _ := mcpStdio(t, "--server", url, "--token", mcpToken(t, "globex", auth.RoleTenant))
 	res = mcpCall(t, other, mcpserver.ToolGetRun, map[string]any{"shared_run_id": sub.SharedRunID})
 	require.True(t, res.IsError, "another tenant's run is refused")
-	require.Contains(t, mcpText(res), "HTTP 403")
+	require.Contains(t, mcpText(res), "HTTP 404", "another tenant's run answers like an unknown one")
 }
 
 func TestDair_MCP_http(t *testing.T) {
