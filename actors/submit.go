@@ -11,6 +11,7 @@ import (
 
 	"github.com/dairuntime/dair/internal/controlplane"
 	"github.com/dairuntime/dair/internal/ids"
+	"github.com/dairuntime/dair/internal/jsonvalid"
 	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/internal/tenancy"
 	"github.com/dairuntime/dair/messages"
@@ -92,7 +93,7 @@ func (n *Node) validateSubmit(ctx context.Context, req SubmitRequest) (*compiled
 		RuntimeInstanceIdPrefix: tenancy.DefaultPrefix, MaxRuntimeInstances: 1, WorkerCountPerInstance: 1, MaxConcurrentRunsPerInstance: 1}); err != nil {
 		return nil, fmt.Errorf("%w: tenant id: %v", ErrBadInput, err)
 	}
-	if len(req.Input) > 0 && !json.Valid(req.Input) {
+	if len(req.Input) > 0 && !jsonvalid.Valid(req.Input) {
 		return nil, fmt.Errorf("%w: input is not valid JSON", ErrBadInput)
 	}
 	cp, err := n.env.pipelines.get(ctx, req.Pipeline, "")

@@ -71,6 +71,12 @@ type Config struct {
 	// client certificate so only trusted nodes can connect: a node that receives an unknown
 	// message type crashes, so the remote port must only be reachable by trusted nodes.
 	RemoteTLS *tls.Config
+	// Session identifies this process across its incarnations (a restart under a new member
+	// id keeps it), and Started is when the process started; both are advertised so that two
+	// processes claiming one NodeID can tell which came first (see Member.YieldsTo and
+	// Membership.Duplicate). Default empty: duplicates are not detected.
+	Session string
+	Started time.Time
 	// Transport optionally replaces memberlist's network transport (for fault injection,
 	// see FaultTransport). Membership shuts it down.
 	Transport memberlist.Transport

@@ -152,6 +152,10 @@ type notice struct {
 	From  string `json:"f"`
 	Side  int    `json:"s"`
 	MinID string `json:"m"`
+	// To is the member id the notice is meant for. A process restarted under a new member id
+	// keeps its memberlist address, so notices for its old incarnation reach the new one,
+	// which must ignore them. Empty (older senders): meant for whoever receives it.
+	To string `json:"t,omitempty"`
 }
 
 func encodeNotice(n notice) ([]byte, error) {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"time"
 
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 	"github.com/hashicorp/memberlist"
@@ -31,6 +32,11 @@ type Member struct {
 	AgentTypes []string
 	// MemberlistAddr is the node's memberlist host:port.
 	MemberlistAddr string
+	// Session identifies the process the member runs in (Config.Session); Started is when
+	// that process started (Config.Started, millisecond precision). Both are empty for members
+	// that do not advertise them.
+	Session string
+	Started time.Time
 }
 
 // HasRole reports whether m advertises role.
@@ -40,7 +46,8 @@ func (m Member) HasRole(role string) bool { return slices.Contains(m.Roles, role
 func (m Member) equal(o Member) bool {
 	return m.ID == o.ID && m.NodeID == o.NodeID && m.Host == o.Host && m.Port == o.Port &&
 		m.MemberlistAddr == o.MemberlistAddr && slices.Equal(m.Roles, o.Roles) &&
-		slices.Equal(m.Kinds, o.Kinds) && slices.Equal(m.AgentTypes, o.AgentTypes)
+		slices.Equal(m.Kinds, o.Kinds) && slices.Equal(m.AgentTypes, o.AgentTypes) &&
+		m.Session == o.Session && m.Started.Equal(o.Started)
 }
 
 // clone returns a deep copy of m.
@@ -105,6 +112,9 @@ type nodeMeta struct {
 	AgentTypes []string `json:"a,omitempty"`
 	// Leaving is set just before a graceful Leave, so peers skip the leave grace period.
 	Leaving bool `json:"l,omitempty"`
+	// Session and Started (unix milliseconds) identify the member's process.
+	Session string `json:"s,omitempty"`
+	Started int64  `json:"t,omitempty"`
 }
 
 // metaLeaving reports whether encoded meta announces a graceful leave.
@@ -134,6 +144,10 @@ func memberFromNode(n *memberlist.Node) (Member, error) {
 	if meta.Host == "" || meta.Port <= 0 {
 		return Member{}, fmt.Errorf("cluster: meta of %s has no actor address", n.Name)
 	}
+	var started time.Time
+	if meta.Started > 0 {
+		started = time.UnixMilli(meta.Started).UTC()
+	}
 	return Member{
 		ID:             n.Name,
 		NodeID:         meta.NodeID,
@@ -144,5 +158,26 @@ func memberFromNode(n *memberlist.Node) (Member, error) {
 		Kinds:          meta.Kinds,
 		AgentTypes:     meta.AgentTypes,
 		MemberlistAddr: n.Address(),
+		Session:        meta.Session,
+		Started:        started,
 	}, nil
+}
+
+// YieldsTo reports whether m, a member with the same NodeID as o from another process, must
+// give the node id up to o: o's process started first (or, at the same millisecond, has the
+// smaller session). Members of one process (an incarnation restarted under a new member id)
+// never yield to each other, nor does m yield to a member at m's own memberlist or actor
+// address: m holds that address now, so o is a dead process (killed and restarted on the same
+// address) that the cluster has not yet reported lost.
+func (m Member) YieldsTo(o Member) bool {
+	if m.NodeID != o.NodeID || m.ID == o.ID || m.Session == o.Session {
+		return false
+	}
+	if (o.MemberlistAddr != "" && o.MemberlistAddr == m.MemberlistAddr) || (o.Address != "" && o.Address == m.Address) {
+		return false
+	}
+	if !m.Started.Equal(o.Started) {
+		return o.Started.Before(m.Started)
+	}
+	return o.Session < m.Session
 }

@@ -108,6 +108,19 @@ func (m *Membership) Members() []Member { return m.provider.Members() }
 // Self returns this node's member entry.
 func (m *Membership) Self() Member { return m.provider.Self() }
 
+// Duplicate returns a live member of another process that uses this node's NodeID and came
+// first (see Member.YieldsTo): this node must not serve under that id. It reads the current
+// member set and never blocks.
+func (m *Membership) Duplicate() (Member, bool) {
+	self := m.Self()
+	for _, o := range m.Members() {
+		if self.YieldsTo(o) {
+			return o, true
+		}
+	}
+	return Member{}, false
+}
+
 // Subscribe returns a channel of membership events that happen after the call, with capacity
 // buf, and a cancel function (idempotent) that closes it. Events are queued per subscriber
 // without bound, so a slow reader never delays membership or loses MemberLeft. Shutdown closes

@@ -54,6 +54,7 @@ type Provider struct {
 
 	subs subscribers
 	d    *delegate
+	gate *tlsGate
 	meta nodeMeta // set by StartMember
 
 	// Owned by the owner goroutine (and StartMember before it starts).
@@ -78,6 +79,7 @@ func NewProvider(cfg Config) (*Provider, error) {
 		departed:  map[string]struct{}{},
 		reconnect: map[string]time.Time{},
 		missing:   map[string]time.Time{},
+		gate:      newTLSGate(cfg.RemoteTLS, cfg.Profile.timings().reconnect, cfg.Logger),
 	}, nil
 }
 
@@ -97,12 +99,17 @@ func (p *Provider) StartMember(c *pcluster.Cluster) error {
 	if err != nil {
 		return fmt.Errorf("cluster: actor system address: %w", err)
 	}
+	var started int64
+	if !p.cfg.Started.IsZero() {
+		started = p.cfg.Started.UnixMilli()
+	}
 	meta, err := encodeMeta(nodeMeta{NodeID: p.cfg.NodeID, Host: host, Port: port,
-		Roles: p.cfg.Roles, Kinds: c.GetClusterKinds(), Leaving: true})
+		Roles: p.cfg.Roles, Kinds: c.GetClusterKinds(), Leaving: true, Session: p.cfg.Session, Started: started})
 	if err != nil { // checked with Leaving set so the leave announcement fits too
 		return err
 	}
-	p.meta = nodeMeta{NodeID: p.cfg.NodeID, Host: host, Port: port, Roles: p.cfg.Roles, Kinds: c.GetClusterKinds()}
+	p.meta = nodeMeta{NodeID: p.cfg.NodeID, Host: host, Port: port, Roles: p.cfg.Roles, Kinds: c.GetClusterKinds(),
+		Session: p.cfg.Session, Started: started}
 	if meta, err = encodeMeta(p.meta); err != nil {
 		return err
 	}
@@ -262,17 +269,14 @@ func (p *Provider) markDirty() {
 	}
 }
 
-// rebuild recomputes the alive set from memberlist, emits events and feeds protoactor's
-// member list. Called only by StartMember (before the goroutines start) and the owner.
-func (p *Provider) rebuild() {
-	selfID := p.selfMember.ID
+// aliveMembers decodes memberlist's alive nodes into members, skipping departed, blocked and
+// (with TLS) unverified ones and resolving actor address conflicts; present lists every name
+// memberlist knows. The caller holds p.mu for reading.
+func (p *Provider) aliveMembers(prev map[string]Member, selfID string) (cur map[string]Member, present map[string]bool) {
 	blocked := p.cluster.Remote.BlockList()
-
-	p.mu.RLock()
-	prev := p.view
-	cur := make(map[string]Member, len(prev))
+	cur = make(map[string]Member, len(prev))
 	byAddr := map[string]string{}
-	present := map[string]bool{}
+	present = map[string]bool{}
 	for _, n := range p.d.snapshot() {
 		present[n.Name] = true
 		m, err := memberFromNode(n)
@@ -283,7 +287,7 @@ func (p *Provider) rebuild() {
 		if _, gone := p.departed[m.ID]; gone && m.ID != selfID {
 			continue
 		}
-		if m.ID != selfID && blocked.IsBlocked(m.ID) {
+		if m.ID != selfID && (blocked.IsBlocked(m.ID) || !p.gate.admitted(m, p.goProbe)) {
 			continue
 		}
 		if other, dup := byAddr[m.Address]; dup {
@@ -301,7 +305,18 @@ func (p *Provider) rebuild() {
 		byAddr[m.Address] = m.ID
 		cur[m.ID] = m
 	}
+	return cur, present
+}
+
+// rebuild recomputes the alive set from memberlist, emits events and feeds protoactor's
+// member list. Called only by StartMember (before the goroutines start) and the owner.
+func (p *Provider) rebuild() {
+	selfID := p.selfMember.ID
+	p.mu.RLock()
+	prev := p.view
+	cur, present := p.aliveMembers(prev, selfID)
 	p.mu.RUnlock()
+	p.gate.forget(present)
 
 	// A member that vanished from memberlist stays in the view for a grace period: after a
 	// partition heals, the isolated node's queued dead broadcasts can briefly mark healthy
@@ -431,12 +446,12 @@ func (p *Provider) reconnectOnce() {
 	if len(zombies) == 0 {
 		return
 	}
-	msg, err := encodeNotice(notice{From: p.selfMember.ID, Side: side, MinID: minID})
-	if err != nil {
-		p.log.Error("cluster: encode notice", zap.Error(err))
-		return
-	}
 	for _, n := range zombies {
+		msg, err := encodeNotice(notice{From: p.selfMember.ID, Side: side, MinID: minID, To: n.Name})
+		if err != nil {
+			p.log.Error("cluster: encode notice", zap.Error(err))
+			return
+		}
 		if err := p.ml.SendReliable(n, msg); err != nil {
 			p.log.Debug("cluster: send declared-dead notice", zap.String("to", n.Name), zap.Error(err))
 		}
@@ -447,6 +462,11 @@ func (p *Provider) reconnectOnce() {
 // owner goroutine.
 func (p *Provider) handleNotice(n notice) {
 	if p.selfDead {
+		return
+	}
+	if n.To != "" && n.To != p.selfMember.ID {
+		// Meant for an earlier incarnation of this process at the same address.
+		p.log.Debug("cluster: ignore declared-dead notice for another incarnation", zap.String("to", n.To), zap.String("by", n.From))
 		return
 	}
 	p.mu.RLock()

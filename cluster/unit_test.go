@@ -5,6 +5,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/memberlist"
 )
@@ -201,5 +202,46 @@ func TestProvider_StartClient_notSupported(t *testing.T) {
 	}
 	if err := p.Shutdown(true); err != nil {
 		t.Errorf("Shutdown() before start = %v", err)
+	}
+}
+
+// TestProvider_handleNotice_otherIncarnation: a declared-dead notice addressed to an earlier
+// incarnation of this process (same memberlist address) is ignored; one addressed to this
+// member, or to nobody in particular, declares it dead.
+func TestProvider_handleNotice_otherIncarnation(t *testing.T) {
+	tests := []struct {
+		name string
+		to   string
+		dead bool
+	}{
+		{"earlier incarnation", "old-member", false},
+		{"this member", "new-member", true},
+		{"unaddressed", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := NewProvider(Config{NodeID: "n3"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.selfMember = Member{ID: "new-member", NodeID: "n3"}
+			ev, cancel := p.Subscribe(1)
+			defer cancel()
+			p.handleNotice(notice{From: "peer", Side: 2, MinID: "peer", To: tt.to})
+			if p.selfDead != tt.dead {
+				t.Fatalf("selfDead = %v, want %v", p.selfDead, tt.dead)
+			}
+			if !tt.dead {
+				return
+			}
+			select {
+			case e := <-ev:
+				if e.Kind != SelfDeclaredDead {
+					t.Fatalf("event %v, want SelfDeclaredDead", e.Kind)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("no SelfDeclaredDead event")
+			}
+		})
 	}
 }

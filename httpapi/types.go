@@ -57,6 +57,7 @@ const (
 	CodeInternal         = "internal"
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeNotImplemented   = "not_implemented"
+	CodeStoreUnavailable = "store_unavailable"
 )
 
 // Run is a shared run with its steps.

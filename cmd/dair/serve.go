@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/dairuntime/dair/internal/dag"
 	"github.com/dairuntime/dair/internal/server"
 )
 
@@ -12,12 +13,16 @@ func addServingFlags(fs *pflag.FlagSet, o *server.Options, defaultAuth string) {
 	fs.StringVar(&o.Auth, "auth", defaultAuth, "authentication: none or jwt")
 	fs.StringVar(&o.JWTSecretFile, "jwt-secret-file", "", "HS256 secret file (with --auth jwt)")
 	fs.StringVar(&o.JWTPublicKeyFile, "jwt-public-key-file", "", "RS256/ES256 PEM public key file (with --auth jwt)")
+	fs.StringVar(&o.JWTAudience, "jwt-audience", "", "require this audience in every token's aud claim (with --auth jwt)")
+	fs.StringVar(&o.JWTIssuer, "jwt-issuer", "", "require this issuer as every token's iss claim (with --auth jwt)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&o.LogFormat, "log-format", "console", "log format: json or console")
 	fs.StringVar(&o.HostMode, "host-mode", server.HostFixture, "how scale-out creates runtime hosts: fixture, process (child `dair node` processes; needs --store redis:// and --bind) or attach")
 	fs.StringVar(&o.PipelinesDir, "pipelines", "", "directory of pipeline files (*.yaml, *.yml, *.json) loaded at start")
 	fs.StringVar(&o.NodeID, "node-id", "", "node id (default: the host name)")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "bound of the graceful shutdown")
+	fs.BoolVar(&o.MetricsAuth, "metrics-auth", false, "require a token with the operator role for GET /metrics (with --auth jwt)")
+	fs.IntVar(&o.MaxSteps, "max-steps", dag.DefaultMaxSteps, "most steps a pipeline may have (PUT /v1/pipelines and --pipelines files)")
 }
 
 func newDevCmd(a *app) *cobra.Command {
@@ -46,7 +51,9 @@ func newNodeCmd(a *app) *cobra.Command {
 		Use:   "node",
 		Short: "run one cluster node",
 		Long: "node runs one cluster node on a shared store. --store is redis://HOST:PORT/DB (or bolt://PATH for a\n" +
-			"single node); --bind is the membership address and --join lists seeds.",
+			"single node); --bind is the membership address and --join lists seeds. With --auth none it serves HTTP on\n" +
+			"loopback only; membership off loopback needs --gossip-key-file; --tls-cert/--tls-key/--tls-ca encrypt and\n" +
+			"authenticate node-to-node actor traffic (mutual TLS).",
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.StoreURL == "" {
@@ -64,7 +71,10 @@ func newNodeCmd(a *app) *cobra.Command {
 	fs.StringVar(&o.HTTPAddr, "http", o.HTTPAddr, "HTTP API listen address")
 	fs.IntVar(&o.ActorPort, "actor-port", 0, "actor remote port (0: chosen)")
 	fs.StringVar(&o.ClusterProfile, "cluster-profile", "lan", "failure detection: lan (memberlist defaults) or local (probe 250ms)")
-	fs.StringVar(&o.GossipKeyFile, "gossip-key-file", "", "memberlist encryption key file (16/24/32 bytes, raw or base64)")
+	fs.StringVar(&o.GossipKeyFile, "gossip-key-file", "", "memberlist encryption key file (16/24/32 bytes, raw or base64); required off loopback")
+	fs.StringVar(&o.TLSCert, "tls-cert", "", "PEM certificate of this node for mutual TLS between nodes (with --tls-key and --tls-ca)")
+	fs.StringVar(&o.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&o.TLSCA, "tls-ca", "", "PEM CA certificate(s) that sign every node's certificate")
 	fs.StringVar(&o.DataDir, "data", o.DataDir, "data directory (process host logs under DIR/hosts)")
 	fs.StringVar(&o.Instance, "instance", "", "runtime instance id to create at start (role runtime; how process hosts start)")
 	fs.StringVar(&o.InstanceSettings, "instance-settings", "", "tenant settings JSON of --instance (default: shared defaults)")

@@ -54,5 +54,7 @@ func newTokenCmd(a *app) *cobra.Command {
 	fs.DurationVar(&ttl, "ttl", 24*time.Hour, "validity")
 	fs.StringVar(&c.OrgID, "org", "", "organisation (claim org_id; default the tenant)")
 	fs.StringVar(&c.Subject, "sub", "", "subject (claim sub; default the tenant)")
+	fs.StringSliceVar(&c.Audience, "audience", nil, "audience (claim aud; for nodes started with --jwt-audience)")
+	fs.StringVar(&c.Issuer, "issuer", "", "issuer (claim iss; for nodes started with --jwt-issuer)")
 	return cmd
 }

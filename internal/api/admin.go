@@ -44,7 +44,7 @@ func (s *server) controlInstance(op string) http.HandlerFunc {
 		}
 		d, err := s.node.ControlInstance(r.Context(), r.PathValue("id"), op)
 		if err != nil {
-			s.fail(w, r, err)
+			s.fail(w, r, notFoundAs(err, "instance", r.PathValue("id")))
 			return
 		}
 		s.writeJSON(w, http.StatusOK, instanceFromMessage(d))
@@ -93,7 +93,7 @@ func (s *server) getTenant(w http.ResponseWriter, r *http.Request) {
 	}
 	t, err := s.node.GetTenant(r.Context(), id)
 	if err != nil {
-		s.fail(w, r, err)
+		s.fail(w, r, notFoundAs(err, "tenant", id))
 		return
 	}
 	s.writeJSON(w, http.StatusOK, tenantFromMessage(t))
@@ -119,7 +119,7 @@ func (s *server) putTenant(w http.ResponseWriter, r *http.Request) {
 	body.TenantID = id
 	t, err := s.node.PutTenant(r.Context(), tenantToMessage(body))
 	if errors.Is(err, actors.ErrBadInput) || errors.Is(err, tenancy.ErrInvalidSettings) {
-		err = &requestError{code: httpapi.CodeInvalidSettings, msg: err.Error()}
+		err = &requestError{code: httpapi.CodeInvalidSettings, msg: publicMessage(err.Error())}
 	}
 	if err != nil {
 		s.fail(w, r, err)
@@ -137,7 +137,7 @@ func (s *server) suspendTenant(suspended bool) http.HandlerFunc {
 		}
 		t, err := s.node.SetSuspended(r.Context(), r.PathValue("id"), suspended)
 		if err != nil {
-			s.fail(w, r, err)
+			s.fail(w, r, notFoundAs(err, "tenant", r.PathValue("id")))
 			return
 		}
 		s.writeJSON(w, http.StatusOK, tenantFromMessage(t))
@@ -161,6 +161,11 @@ func (s *server) putPipeline(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := r.PathValue("key")
+	// The limits are checked before the node validates: parsing is linear in the document.
+	if err := s.cfg.Limits.CheckDocument(src); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	parsed, err := dag.Parse(src)
 	if err != nil {
 		s.fail(w, r, err)
@@ -168,6 +173,10 @@ func (s *server) putPipeline(w http.ResponseWriter, r *http.Request) {
 	}
 	if parsed.Key != key {
 		s.fail(w, r, badRequest("api: pipeline key %q in the body differs from %q in the path", parsed.Key, key))
+		return
+	}
+	if err := s.cfg.Limits.Check(parsed); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	p, err := s.node.PutPipeline(r.Context(), src)
@@ -209,7 +218,7 @@ func (s *server) getPipeline(w http.ResponseWriter, r *http.Request) {
 	}
 	pv, err := s.node.Store().GetPipeline(r.Context(), r.PathValue("key"), r.URL.Query().Get("hash"))
 	if err != nil {
-		s.fail(w, r, err)
+		s.fail(w, r, notFoundAs(err, "pipeline", r.PathValue("key")))
 		return
 	}
 	s.writeJSON(w, http.StatusOK, pipelineFromMessage(pv, true))

@@ -57,12 +57,12 @@ func TestServer_Auth_authenticationAndRoles(t *testing.T) {
 		{"own run", acme, "GET", runPath, "", 200},
 		{"own events", acme, "GET", "/v1/runs/" + acmeRun.SharedRunID + "/events", "", 200},
 		{"own ledger", acme, "GET", "/v1/executions/" + run.ExecutionID + "/ledger", "", 200},
-		{"cross-tenant run", globex, "GET", runPath, "", 403},
-		{"cross-tenant events", globex, "GET", runPath + "/events", "", 403},
-		{"cross-tenant cancel", globex, "POST", runPath + "/cancel", "", 403},
-		{"cross-tenant ledger", globex, "GET", "/v1/executions/" + run.ExecutionID + "/ledger", "", 403},
-		{"cross-tenant trace", globex, "GET", "/v1/executions/" + run.ExecutionID + "/trace", "", 403},
-		{"cross-tenant replay", globex, "POST", "/v1/executions/" + run.ExecutionID + "/replay", "", 403},
+		{"cross-tenant run", globex, "GET", runPath, "", 404},
+		{"cross-tenant events", globex, "GET", runPath + "/events", "", 404},
+		{"cross-tenant cancel", globex, "POST", runPath + "/cancel", "", 404},
+		{"cross-tenant ledger", globex, "GET", "/v1/executions/" + run.ExecutionID + "/ledger", "", 404},
+		{"cross-tenant trace", globex, "GET", "/v1/executions/" + run.ExecutionID + "/trace", "", 404},
+		{"cross-tenant replay", globex, "POST", "/v1/executions/" + run.ExecutionID + "/replay", "", 404},
 		{"cross-tenant list", globex, "GET", "/v1/runs?tenant_id=acme", "", 403},
 		{"cross-tenant submit", globex, "POST", "/v1/runs", `{"pipeline":"three","tenant_id":"acme"}`, 403},
 		{"cross-tenant invoke", globex, "POST", "/v1/sessions/s1/invoke", `{"pipeline":"three","tenant_id":"acme"}`, 403},
@@ -110,6 +110,19 @@ func TestServer_Auth_authenticationAndRoles(t *testing.T) {
 		f.callErr("GET", runPath, "", http.StatusUnauthorized, httpapi.CodeUnauthenticated)
 	})
 	t.Run("403 body", func(t *testing.T) {
-		globex.callErr("GET", runPath, "", http.StatusForbidden, httpapi.CodeForbidden)
+		viewer.callErr("GET", runPath, "", http.StatusForbidden, httpapi.CodeForbidden)
+	})
+	t.Run("another tenant's run answers like an unknown one", func(t *testing.T) {
+		// No existence oracle: the same status, code and message shape as an unknown id.
+		other := globex.callErr("GET", runPath, "", http.StatusNotFound, httpapi.CodeNotFound)
+		unknown := globex.callErr("GET", "/v1/runs/run-unknown", "", http.StatusNotFound, httpapi.CodeNotFound)
+		if other.Error.Message != "api: run \""+acmeRun.SharedRunID+"\" not found" ||
+			unknown.Error.Message != "api: run \"run-unknown\" not found" {
+			t.Fatalf("messages differ in shape: %q vs %q", other.Error.Message, unknown.Error.Message)
+		}
+		ex := globex.callErr("GET", "/v1/executions/"+run.ExecutionID+"/ledger", "", http.StatusNotFound, httpapi.CodeNotFound)
+		if ex.Error.Message != "api: execution \""+run.ExecutionID+"\" not found" {
+			t.Fatalf("execution message %q", ex.Error.Message)
+		}
 	})
 }

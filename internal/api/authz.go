@@ -28,7 +28,7 @@ func (s *server) authenticate(next http.HandlerFunc) http.Handler {
 		c, err := s.cfg.Auth.Verify(strings.TrimSpace(tok))
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="dair", error="invalid_token"`)
-			s.writeError(w, http.StatusUnauthorized, httpapi.CodeUnauthenticated, err.Error())
+			s.writeError(w, http.StatusUnauthorized, httpapi.CodeUnauthenticated, publicMessage(err.Error()))
 			return
 		}
 		next(w, r.WithContext(auth.NewContext(r.Context(), c)))

@@ -64,5 +64,5 @@ func ExampleNew() {
 		return
 	}
 	fmt.Println(resp.StatusCode, strings.TrimSpace(string(b)))
-	// Output: 404 {"error":{"code":"unknown_pipeline","message":"actors: unknown pipeline: missing"}}
+	// Output: 404 {"error":{"code":"unknown_pipeline","message":"api: pipeline \"missing\" not found"}}
 }

@@ -5,19 +5,24 @@ import (
 	"net/http"
 
 	"github.com/dairuntime/dair/httpapi"
+	"github.com/dairuntime/dair/internal/auth"
 	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/messages"
 )
 
 // authorizedExecution maps an execution id (or a shared run id) to its run and checks the
-// caller may act on the run's tenant.
+// caller may act on the run's tenant. An execution of another tenant answers like an unknown
+// one (404 `api: execution "ID" not found`).
 func (s *server) authorizedExecution(r *http.Request, id string) (*messages.SharedRun, error) {
+	if err := requireRole(r, auth.RoleTenant); err != nil {
+		return nil, err
+	}
 	ex, _, err := s.node.Store().GetExecution(r.Context(), id)
 	switch {
 	case err == nil:
-		return s.authorizedRun(r, ex.SharedRunId)
+		return s.authorizedRunAs(r, ex.SharedRunId, "execution", id)
 	case errors.Is(err, store.ErrNotFound):
-		return s.authorizedRun(r, id)
+		return s.authorizedRunAs(r, id, "execution", id)
 	default:
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/dairuntime/dair/actors"
 	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/auth"
+	"github.com/dairuntime/dair/internal/jsonvalid"
 	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/messages"
 )
@@ -36,12 +37,21 @@ func (s *server) submit(r *http.Request, req httpapi.SubmitRequest, sessionID st
 	if req.Pipeline == "" {
 		return nil, badRequest("api: pipeline is required")
 	}
+	if in := normInput(req.Input); len(in) > 0 {
+		if err := jsonvalid.Check(in); err != nil {
+			return nil, badRequest("api: input: %v", err)
+		}
+	}
 	snap, err := s.submitSnapshot(r, req.TenantID, req.CorrelationID)
 	if err != nil {
 		return nil, err
 	}
-	return s.node.Submit(r.Context(), actors.SubmitRequest{Pipeline: req.Pipeline, Input: normInput(req.Input),
+	run, err := s.node.Submit(r.Context(), actors.SubmitRequest{Pipeline: req.Pipeline, Input: normInput(req.Input),
 		Snapshot: snap, CorrelationID: req.CorrelationID, IdempotencyKey: req.IdempotencyKey, SessionID: sessionID})
+	if errors.Is(err, actors.ErrUnknownPipeline) {
+		return nil, &httpError{status: http.StatusNotFound, code: httpapi.CodeUnknownPipeline, msg: fmt.Sprintf("api: pipeline %q not found", req.Pipeline)}
+	}
+	return run, err
 }
 
 // submitRun handles POST /v1/runs.
@@ -59,14 +69,26 @@ func (s *server) submitRun(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusAccepted, httpapi.SubmitResponse{SharedRunID: run.SharedRunId, Status: run.Status})
 }
 
-// authorizedRun loads a run and checks the caller may act on its tenant.
+// authorizedRun loads run id and checks the caller may act on its tenant. A run of another
+// tenant answers exactly like an unknown one (404 `api: run "ID" not found`), so that run ids
+// cannot be probed across tenants; a caller without the tenant role gets 403 before any
+// lookup.
 func (s *server) authorizedRun(r *http.Request, id string) (*messages.SharedRun, error) {
-	run, err := s.node.GetRun(r.Context(), id)
-	if err != nil {
+	return s.authorizedRunAs(r, id, "run", id)
+}
+
+// authorizedRunAs is authorizedRun for a lookup that named kind shown (an execution id that
+// led to run id): the 404 names what the caller asked for.
+func (s *server) authorizedRunAs(r *http.Request, id, kind, shown string) (*messages.SharedRun, error) {
+	if err := requireRole(r, auth.RoleTenant); err != nil {
 		return nil, err
 	}
-	if err := requireTenant(r, run.TenantId); err != nil {
-		return nil, err
+	run, err := s.node.GetRun(r.Context(), id)
+	if err != nil {
+		return nil, notFoundAs(err, kind, shown)
+	}
+	if !auth.FromContext(r.Context()).CanAccessTenant(run.TenantId) {
+		return nil, notFound(kind, shown)
 	}
 	return run, nil
 }
@@ -189,6 +211,7 @@ func (s *server) controlRun(op string) http.HandlerFunc {
 		}
 		run, err = s.node.ControlRun(r.Context(), run.SharedRunId, op)
 		if err != nil {
+			err = notFoundAs(err, "run", r.PathValue("id"))
 			s.fail(w, r, err)
 			return
 		}
@@ -229,7 +252,7 @@ func (s *server) requireActiveTenant(r *http.Request, tenantID string) error {
 		return err
 	}
 	if t.GetSuspended() {
-		return fmt.Errorf("api: resume run: %w: %s", actors.ErrTenantSuspended, tenantID)
+		return &httpError{status: http.StatusLocked, code: httpapi.CodeTenantSuspended, msg: fmt.Sprintf("api: tenant %q is suspended", tenantID)}
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/dairuntime/dair/cluster"
 	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/auth"
+	"github.com/dairuntime/dair/internal/dag"
 	"github.com/dairuntime/dair/internal/ui"
 )
 
@@ -36,11 +37,18 @@ type Config struct {
 	SSEPoll time.Duration
 	// Logger receives server errors and recovered panics. Default: no logging.
 	Logger *zap.Logger
-	// Ready reports readiness for GET /readyz. Default: always ready.
+	// Ready reports readiness for GET /readyz. Default: always ready. Besides it, /readyz
+	// answers 503 store_unavailable while the node's store does not answer a cached probe.
 	Ready func() bool
 	// Cluster is the node's membership, listed by GET /v1/cluster/members. Default nil: the
 	// endpoint answers 404 (a single node).
 	Cluster *cluster.Membership
+	// MetricsAuth puts GET /metrics behind the bearer token: the operator role is required
+	// (the series name every tenant's instances). It needs Auth. Default false: open.
+	MetricsAuth bool
+	// Limits bound the pipelines PUT /v1/pipelines/{key} accepts (a 400 invalid_pipeline
+	// beyond them). Zero fields mean dag's defaults (1,000 steps, 512 KiB, 64 KiB templates).
+	Limits dag.Limits
 }
 
 // DefaultTenant is the tenant of requests without one when auth is off.
@@ -65,11 +73,12 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// server holds the handlers' shared state. It is immutable after New.
+// server holds the handlers' shared state. It is immutable after New (probe is goroutine-safe).
 type server struct {
-	cfg  Config
-	node *actors.Node
-	log  *zap.Logger
+	cfg   Config
+	node  *actors.Node
+	log   *zap.Logger
+	probe *storeProbe
 }
 
 // New returns the HTTP handler of the dair API (CONTRACT.md, "HTTP API"). It panics when
@@ -80,7 +89,7 @@ func New(cfg Config) http.Handler {
 		panic("api: Config.Node is required")
 	}
 	cfg = cfg.withDefaults()
-	s := &server{cfg: cfg, node: cfg.Node, log: cfg.Logger}
+	s := &server{cfg: cfg, node: cfg.Node, log: cfg.Logger, probe: newStoreProbe(cfg.Node.Store())}
 	mux := http.NewServeMux()
 	v1 := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.authenticate(h)) }
 
@@ -120,7 +129,7 @@ func New(cfg Config) http.Handler {
 		s.writeJSON(w, http.StatusOK, httpapi.Health{Status: "ok"})
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Node.Metrics().Registry, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", s.metrics(promhttp.HandlerFor(cfg.Node.Metrics().Registry, promhttp.HandlerOpts{})))
 	// The dashboard's assets are public (its data calls carry the token); browsers asking
 	// for / or /ui are redirected to /ui/.
 	for _, p := range []string{"GET /ui/", "GET /ui", "GET /{$}"} {
@@ -130,6 +139,20 @@ func New(cfg Config) http.Handler {
 		s.writeError(w, http.StatusNotFound, httpapi.CodeNotFound, fmt.Sprintf("api: no route for %s %s", r.Method, r.URL.Path))
 	})
 	return s.recover(s.limitBody(mux))
+}
+
+// metrics serves h, behind the token and the operator role when MetricsAuth is set.
+func (s *server) metrics(h http.Handler) http.Handler {
+	if !s.cfg.MetricsAuth || s.cfg.Auth == nil {
+		return h
+	}
+	return s.authenticate(func(w http.ResponseWriter, r *http.Request) {
+		if err := requireRole(r, auth.RoleOperator); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Unavailable returns the handler a node serves while it has no API to offer (it is restarting
@@ -143,14 +166,6 @@ func Unavailable(code, message string) http.Handler {
 		}
 		s.writeError(w, http.StatusServiceUnavailable, code, message)
 	})
-}
-
-func (s *server) readyz(w http.ResponseWriter, _ *http.Request) {
-	if !s.cfg.Ready() {
-		s.writeError(w, http.StatusServiceUnavailable, "not_ready", "api: node is not ready")
-		return
-	}
-	s.writeJSON(w, http.StatusOK, httpapi.Health{Status: "ready"})
 }
 
 // statusWriter remembers whether the header was written, so the recover middleware does not

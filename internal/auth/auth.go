@@ -46,6 +46,10 @@ type Claims struct {
 	Roles []string
 	// ExpiresAt is when the token stops being valid (claim exp).
 	ExpiresAt time.Time
+	// Audience lists the token's intended recipients (claim aud); optional.
+	Audience []string
+	// Issuer names who issued the token (claim iss); optional.
+	Issuer string
 }
 
 // Verifier checks a bearer token and returns its claims.

@@ -25,26 +25,27 @@ type tokenClaims struct {
 
 // jwtVerifier verifies tokens signed with one key and one algorithm.
 type jwtVerifier struct {
-	alg string
-	key any
-	now func() time.Time
+	alg    string
+	key    any
+	now    func() time.Time
+	checks checks
 }
 
 var _ Verifier = (*jwtVerifier)(nil)
 
-// NewHS256 returns a Verifier of HS256 tokens signed with secret. It returns ErrBadKey for an
-// empty secret. The verifier keeps its own copy of secret.
-func NewHS256(secret []byte) (Verifier, error) {
+// NewHS256 returns a Verifier of HS256 tokens signed with secret, with the claim checks of
+// opts. It returns ErrBadKey for an empty secret. The verifier keeps its own copy of secret.
+func NewHS256(secret []byte, opts ...Option) (Verifier, error) {
 	if len(secret) == 0 {
 		return nil, fmt.Errorf("%w: empty hs256 secret", ErrBadKey)
 	}
-	return &jwtVerifier{alg: jwt.SigningMethodHS256.Alg(), key: bytes.Clone(secret), now: time.Now}, nil
+	return &jwtVerifier{alg: jwt.SigningMethodHS256.Alg(), key: bytes.Clone(secret), now: time.Now, checks: newChecks(opts)}, nil
 }
 
 // NewPublicKey returns a Verifier for a PEM public key (PKIX "PUBLIC KEY", PKCS#1
 // "RSA PUBLIC KEY" or an X.509 "CERTIFICATE"): RS256 for an RSA key, ES256 for a P-256 ECDSA key.
-// Other keys give ErrBadKey.
-func NewPublicKey(pemBytes []byte) (Verifier, error) {
+// Other keys give ErrBadKey. opts add claim checks.
+func NewPublicKey(pemBytes []byte, opts ...Option) (Verifier, error) {
 	block, _ := pem.Decode(pemBytes)
 	if block == nil {
 		return nil, fmt.Errorf("%w: no pem block", ErrBadKey)
@@ -68,12 +69,12 @@ func NewPublicKey(pemBytes []byte) (Verifier, error) {
 	}
 	switch k := pub.(type) {
 	case *rsa.PublicKey:
-		return &jwtVerifier{alg: jwt.SigningMethodRS256.Alg(), key: k, now: time.Now}, nil
+		return &jwtVerifier{alg: jwt.SigningMethodRS256.Alg(), key: k, now: time.Now, checks: newChecks(opts)}, nil
 	case *ecdsa.PublicKey:
 		if k.Curve != elliptic.P256() {
 			return nil, fmt.Errorf("%w: ecdsa key is not p-256 (es256)", ErrBadKey)
 		}
-		return &jwtVerifier{alg: jwt.SigningMethodES256.Alg(), key: k, now: time.Now}, nil
+		return &jwtVerifier{alg: jwt.SigningMethodES256.Alg(), key: k, now: time.Now, checks: newChecks(opts)}, nil
 	default:
 		return nil, fmt.Errorf("%w: unsupported public key type %T", ErrBadKey, pub)
 	}
@@ -94,8 +95,9 @@ func LoadSecret(path string) ([]byte, error) {
 }
 
 // LoadVerifier builds a Verifier from exactly one of an HS256 secret file (see LoadSecret) and
-// a PEM public key file (see NewPublicKey). Neither or both give ErrBadKey.
-func LoadVerifier(secretFile, publicKeyFile string) (Verifier, error) {
+// a PEM public key file (see NewPublicKey), with the claim checks of opts. Neither or both
+// give ErrBadKey.
+func LoadVerifier(secretFile, publicKeyFile string, opts ...Option) (Verifier, error) {
 	switch {
 	case secretFile != "" && publicKeyFile != "":
 		return nil, fmt.Errorf("%w: give a secret file or a public key file, not both", ErrBadKey)
@@ -104,33 +106,37 @@ func LoadVerifier(secretFile, publicKeyFile string) (Verifier, error) {
 		if err != nil {
 			return nil, err
 		}
-		return NewHS256(secret)
+		return NewHS256(secret, opts...)
 	case publicKeyFile != "":
 		b, err := os.ReadFile(publicKeyFile)
 		if err != nil {
 			return nil, fmt.Errorf("%w: read public key file: %v", ErrBadKey, err)
 		}
-		return NewPublicKey(b)
+		return NewPublicKey(b, opts...)
 	default:
 		return nil, fmt.Errorf("%w: jwt auth needs a secret file or a public key file", ErrBadKey)
 	}
 }
 
-// Verify implements Verifier.
+// Verify implements Verifier. Beyond the signature and algorithm it refuses a token that has
+// expired, is not yet valid (nbf) or was issued in the future (iat), each with a 5 s leeway;
+// whose exp, iat or nbf is not an integer JSON number; and, when the verifier checks them,
+// whose aud does not contain the audience or whose iss differs from the issuer.
 func (v *jwtVerifier) Verify(token string) (*Claims, error) {
 	var tc tokenClaims
-	_, err := jwt.ParseWithClaims(token, &tc, func(*jwt.Token) (any, error) { return v.key, nil },
-		jwt.WithValidMethods([]string{v.alg}), jwt.WithExpirationRequired(), jwt.WithTimeFunc(v.now),
-		jwt.WithLeeway(5*time.Second))
+	_, err := jwt.ParseWithClaims(token, &tc, func(*jwt.Token) (any, error) { return v.key, nil }, v.parserOptions()...)
 	switch {
 	case errors.Is(err, jwt.ErrTokenExpired):
 		return nil, fmt.Errorf("%w: %v", ErrTokenExpired, err)
-	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing) && tc.ExpiresAt == nil:
 		return nil, fmt.Errorf("%w: exp", ErrMissingClaim)
 	case err != nil:
 		return nil, fmt.Errorf("%w: %v", ErrInvalidToken, err)
 	}
-	c := &Claims{Subject: tc.Subject, Roles: tc.Roles}
+	if err := checkTimeClaims(token); err != nil {
+		return nil, err
+	}
+	c := &Claims{Subject: tc.Subject, Roles: tc.Roles, Audience: tc.Audience, Issuer: tc.Issuer}
 	if tc.TenantID != nil {
 		c.TenantID = *tc.TenantID
 	}
@@ -192,6 +198,7 @@ func mint(method jwt.SigningMethod, key any, c Claims, now time.Time) (string, e
 	tenant, org := c.TenantID, c.OrgID
 	tc := tokenClaims{TenantID: &tenant, OrgID: &org, Roles: c.Roles, RegisteredClaims: jwt.RegisteredClaims{
 		Subject: c.Subject, ExpiresAt: jwt.NewNumericDate(c.ExpiresAt), IssuedAt: jwt.NewNumericDate(now),
+		Audience: c.Audience, Issuer: c.Issuer,
 	}}
 	s, err := jwt.NewWithClaims(method, tc).SignedString(key)
 	if err != nil {

@@ -43,6 +43,14 @@
 // rejects templates that do not parse or that reference a step outside the step's transitive
 // needs. See RenderWith.
 //
+// # Limits and cost
+//
+// Parsing, validation, hashing and compilation take time and memory linear in the document's
+// size (plus sorting the step ids); a template reference to an indirect need costs one walk
+// over the referencing step's ancestors. Limits bound what a node accepts (DefaultLimits:
+// 1,000 steps, a 512 KiB document, 64 KiB per template); the HTTP API checks them before
+// Load.
+//
 // # Usage
 //
 //	p, err := dag.Load(data, registry.Has) // parse, validate, hash

@@ -38,6 +38,10 @@ const (
 	KindBadTimeout        ErrorKind = "bad_timeout"
 	KindSelfDependency    ErrorKind = "self_dependency"
 	KindBadWith           ErrorKind = "bad_with"
+	// KindTooManySteps, KindDocumentTooLarge and KindTemplateTooLarge are the Limits rules.
+	KindTooManySteps     ErrorKind = "too_many_steps"
+	KindDocumentTooLarge ErrorKind = "document_too_large"
+	KindTemplateTooLarge ErrorKind = "template_too_large"
 )
 
 // String returns the kind's stable snake_case name.

@@ -1,8 +1,6 @@
 package dag
 
 import (
-	"sort"
-
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -26,60 +24,6 @@ func Compile(p *Pipeline) (*Graph, error) {
 		return nil, &ValidationError{Kind: KindNoSteps, Detail: "pipeline has no steps"}
 	}
 	return compile(p)
-}
-
-func compile(p *Pipeline) (*Graph, error) {
-	exists := make(map[string]bool, len(p.Steps))
-	for i := range p.Steps {
-		if err := checkID(i, p.Steps[i].ID, exists); err != nil {
-			return nil, err
-		}
-	}
-	if err := checkNeeds(p, exists); err != nil {
-		return nil, err
-	}
-	g := &Graph{
-		pipeline:   p,
-		level:      make(map[string]int, len(p.Steps)),
-		needs:      make(map[string][]string, len(p.Steps)),
-		dependents: make(map[string][]string, len(p.Steps)),
-	}
-	ids := make([]string, 0, len(p.Steps))
-	for _, s := range p.Steps {
-		ids = append(ids, s.ID)
-		g.needs[s.ID] = dedupeSorted(s.Needs)
-		for _, n := range g.needs[s.ID] {
-			g.dependents[n] = append(g.dependents[n], s.ID)
-		}
-	}
-	sort.Strings(ids)
-	for _, d := range g.dependents {
-		sort.Strings(d)
-	}
-	if c := findCycle(ids, g.needs); c != nil {
-		return nil, &ValidationError{Kind: KindCycle, StepID: c[0], Path: c}
-	}
-	for _, id := range ids {
-		g.computeLevel(id)
-	}
-	g.order = ids
-	sort.SliceStable(g.order, func(i, j int) bool { return g.level[g.order[i]] < g.level[g.order[j]] })
-	return g, nil
-}
-
-// computeLevel memoizes levels; the graph is acyclic when it runs.
-func (g *Graph) computeLevel(id string) int {
-	if l, ok := g.level[id]; ok {
-		return l
-	}
-	l := 0
-	for _, n := range g.needs[id] {
-		if nl := g.computeLevel(n) + 1; nl > l {
-			l = nl
-		}
-	}
-	g.level[id] = l
-	return l
 }
 
 // Pipeline returns the compiled pipeline. The caller must not modify it.

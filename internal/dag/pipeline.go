@@ -3,6 +3,7 @@ package dag
 import (
 	"bytes"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -54,12 +55,25 @@ type Pipeline struct {
 	Hash string
 	// Source is the document the pipeline was parsed from, nil for pipelines built in Go.
 	Source []byte
+
+	// index makes Step constant-time; built on first use.
+	index atomic.Pointer[stepIndex]
 }
 
-// Step returns the step with the given id. The pointer refers into p.Steps.
+// Step returns the step with the given id. The pointer refers into p.Steps. It is
+// goroutine-safe and takes constant time: the first call builds an index of the ids, which
+// later calls check against p.Steps (a pipeline changed afterwards is searched linearly).
 func (p *Pipeline) Step(id string) (*Step, bool) {
 	if p == nil {
 		return nil, false
+	}
+	idx := p.index.Load()
+	if idx == nil || idx.n != len(p.Steps) {
+		idx = newStepIndex(p.Steps)
+		p.index.Store(idx)
+	}
+	if i, ok := idx.pos[id]; ok && i < len(p.Steps) && p.Steps[i].ID == id {
+		return &p.Steps[i], true
 	}
 	for i := range p.Steps {
 		if p.Steps[i].ID == id {
@@ -67,6 +81,22 @@ func (p *Pipeline) Step(id string) (*Step, bool) {
 		}
 	}
 	return nil, false
+}
+
+// stepIndex maps step ids to their position in Pipeline.Steps. It is immutable once built.
+type stepIndex struct {
+	n   int // len(Steps) when built
+	pos map[string]int
+}
+
+func newStepIndex(steps []Step) *stepIndex {
+	idx := &stepIndex{n: len(steps), pos: make(map[string]int, len(steps))}
+	for i := range steps {
+		if _, dup := idx.pos[steps[i].ID]; !dup {
+			idx.pos[steps[i].ID] = i
+		}
+	}
+	return idx
 }
 
 // Parse decodes a pipeline document: JSON when its first non-space byte is '{', YAML
@@ -107,14 +137,10 @@ func Load(data []byte, knownHandler func(string) bool) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Parse set the hash; Validate does not modify p.
 	if err := Validate(p, knownHandler); err != nil {
 		return nil, err
 	}
-	hash, err := p.ComputeHash()
-	if err != nil {
-		return nil, fmt.Errorf("dag: load %q: %w", p.Key, err)
-	}
-	p.Hash = hash
 	return p, nil
 }
 

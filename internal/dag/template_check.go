@@ -11,13 +11,18 @@ import (
 // references: only .input, .steps, .tenant_id and .execution_id at the root, only steps in the
 // step's transitive needs, and only their .output. References through variables other than $,
 // or inside range/with bodies, are not followed.
+//
+// Its cost is linear in the pipeline's size for references to direct needs; a step that
+// references an indirect need costs one walk over its ancestors (see ancestry), never a
+// stored ancestor set.
 func validateTemplates(p *Pipeline, g *Graph) error {
-	anc := make(map[string]map[string]bool, len(p.Steps))
-	for _, s := range p.Steps {
+	a := newAncestry(g)
+	for i := range p.Steps {
+		s := &p.Steps[i]
 		if len(s.With) == 0 {
 			continue
 		}
-		c := &templateChecker{step: s.ID, exists: g.level, ancestors: g.ancestors(s.ID, anc)}
+		c := &templateChecker{step: s.ID, exists: g.level, ancestry: a}
 		if err := c.value(s.With, "with"); err != nil {
 			return err
 		}
@@ -25,27 +30,11 @@ func validateTemplates(p *Pipeline, g *Graph) error {
 	return nil
 }
 
-// ancestors returns the transitive needs of id, memoized in memo.
-func (g *Graph) ancestors(id string, memo map[string]map[string]bool) map[string]bool {
-	if a, ok := memo[id]; ok {
-		return a
-	}
-	a := make(map[string]bool)
-	for _, n := range g.needs[id] {
-		a[n] = true
-		for m := range g.ancestors(n, memo) {
-			a[m] = true
-		}
-	}
-	memo[id] = a
-	return a
-}
-
 type templateChecker struct {
-	step      string
-	exists    map[string]int
-	ancestors map[string]bool
-	field     string // the with path being checked
+	step     string
+	exists   map[string]int
+	ancestry *ancestry
+	field    string // the with path being checked
 }
 
 func (c *templateChecker) fail(format string, args ...any) error {
@@ -241,7 +230,7 @@ func (c *templateChecker) ref(path []string) error {
 		return c.fail("template references the step's own output")
 	case !c.hasStep(id):
 		return c.fail("template references unknown step %q", id)
-	case !c.ancestors[id]:
+	case !c.ancestry.isAncestor(id, c.step):
 		return c.fail("template references step %q, which is not in the step's needs", id)
 	case len(path) >= 3 && path[2] != "output":
 		return c.fail("template references .steps.%s.%s; a step exposes only .output", id, path[2])

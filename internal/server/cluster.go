@@ -30,6 +30,8 @@ type member struct {
 	m      *cluster.Membership
 	node   *actors.Node
 	dead   chan struct{}
+	// dup receives the older member of another process that uses this node's id.
+	dup <-chan cluster.Member
 }
 
 // swapHandler serves the current incarnation's API; a restart under a new member id swaps it.
@@ -45,125 +47,187 @@ func (s *swapHandler) set(h http.Handler) { s.h.Store(&h) }
 // node stops its runtime instances, leaves, and starts again under a new actor system id:
 // protoactor blocks a departed member id forever, so the old id cannot rejoin.
 func runCluster(ctx context.Context, opts Options, log *zap.Logger, st store.Store, verifier auth.Verifier) (err error) {
-	keyring, err := loadKeyring(opts.GossipKeyFile)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidOptions, err)
-	}
-	specs, err := opts.instanceSpecs()
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidOptions, err)
-	}
-	// Process hosts outlive a restart under a new member id; they stop with the process.
-	hs, err := newHosts(opts, log, st)
+	r, err := newClusterRun(opts, log, st, verifier)
 	if err != nil {
 		return err
 	}
+	// Process hosts outlive a restart under a new member id; they stop with the process.
 	defer func() {
-		if herr := hs.stop(opts.ShutdownTimeout); herr != nil {
+		if herr := r.hs.stop(opts.ShutdownTimeout); herr != nil {
 			err = errors.Join(err, herr)
 		}
 	}()
-	var ready atomic.Bool
-	h := &swapHandler{}
-	var handler http.Handler = h
-	var ff *faults
+	return r.run(ctx)
+}
+
+// clusterRun is what a cluster node process keeps across its incarnations.
+type clusterRun struct {
+	opts     Options
+	log      *zap.Logger
+	st       store.Store
+	verifier auth.Verifier
+	ccfg     cluster.Config // membership settings of every incarnation
+	specs    []actors.InstanceSpec
+	hs       *hosts
+	ff       *faults // nil unless FaultInjection
+	h        *swapHandler
+	handler  http.Handler // h, wrapped by ff
+	ready    atomic.Bool
+}
+
+func newClusterRun(opts Options, log *zap.Logger, st store.Store, verifier auth.Verifier) (*clusterRun, error) {
+	keyring, err := loadKeyring(opts.GossipKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidOptions, err)
+	}
+	remoteTLS, err := loadRemoteTLS(opts, log)
+	if err != nil {
+		return nil, err
+	}
+	session, err := newSession()
+	if err != nil {
+		return nil, err
+	}
+	specs, err := opts.instanceSpecs()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidOptions, err)
+	}
+	hs, err := newHosts(opts, log, st)
+	if err != nil {
+		return nil, err
+	}
+	r := &clusterRun{opts: opts, log: log, st: st, verifier: verifier, specs: specs, hs: hs, h: &swapHandler{},
+		ccfg: cluster.Config{NodeID: opts.NodeID, BindAddr: opts.BindAddr, Join: opts.Join,
+			Profile: cluster.Profile(opts.ClusterProfile), Roles: opts.Roles, ActorPort: opts.ActorPort, Keyring: keyring,
+			RemoteTLS: remoteTLS, Session: session, Started: time.Now(), Logger: log}}
+	r.handler = r.h
 	if opts.FaultInjection {
-		ff = &faults{}
-		handler = ff.wrap(h)
+		r.ff = &faults{}
+		r.handler = r.ff.wrap(r.h)
 		log.Warn("fault injection enabled: POST /debug/partition and /debug/heal cut this node off (tests only)")
 	}
-	start := func(rejoin bool) (*member, error) {
-		ccfg := cluster.Config{NodeID: opts.NodeID, BindAddr: opts.BindAddr, Join: opts.Join,
-			Profile: cluster.Profile(opts.ClusterProfile), Roles: opts.Roles, ActorPort: opts.ActorPort, Keyring: keyring, Logger: log}
-		if ff != nil {
-			ft, err := ff.newTransport(opts.BindAddr)
-			if err != nil {
-				return nil, err
-			}
-			ccfg.Transport = ft
-		}
-		sys := actor.NewActorSystem(actor.WithLoggerFactory(logging.ActorLoggerFactory(log)))
-		m, err := cluster.Start(ctx, sys, ccfg)
+	return r, nil
+}
+
+// start joins the cluster under a new actor system id and starts the node on it. A first
+// start refuses a node id that a live member of another process uses; a rejoin waits for a
+// peer first.
+func (r *clusterRun) start(ctx context.Context, rejoin bool) (*member, error) {
+	ccfg := r.ccfg
+	if r.ff != nil {
+		ft, err := r.ff.newTransport(r.opts.BindAddr)
 		if err != nil {
-			sys.Shutdown()
-			return nil, fmt.Errorf("server: join cluster: %w", err)
+			return nil, err
 		}
-		mb := &member{system: sys, m: m, dead: make(chan struct{})}
-		if rejoin && len(opts.Join) > 0 {
+		ccfg.Transport = ft
+	}
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(logging.ActorLoggerFactory(r.log)))
+	m, err := cluster.Start(ctx, sys, ccfg)
+	if err != nil {
+		sys.Shutdown()
+		return nil, fmt.Errorf("server: join cluster: %w", err)
+	}
+	mb := &member{system: sys, m: m, dead: make(chan struct{})}
+	if len(r.opts.Join) > 0 {
+		if rejoin {
 			// A node the cluster declared dead takes no work until the cluster has it back:
 			// while still cut off (a partition that reaches the store but not the peers) its
 			// own control plane would otherwise pump recovered runs onto itself, alone.
-			if err := awaitPeers(ctx, m, log); err != nil {
-				if serr := m.Shutdown(false); serr != nil {
-					log.Warn("leave cluster", zap.Error(serr))
-				}
-				sys.Shutdown()
-				return nil, err
-			}
+			err = awaitPeers(ctx, m, r.log)
+		} else {
+			err = checkNodeID(ctx, m, r.opts.NodeID)
 		}
-		var once sync.Once
-		cfg := actors.Config{NodeID: opts.NodeID, Store: st, Roles: opts.Roles, Logger: log, System: sys, Cluster: m,
-			OnDeclaredDead: func() { once.Do(func() { close(mb.dead) }) }, Instances: specs}
-		hs.configure(&cfg, sys, m, st)
-		if opts.ClusterProfile == string(cluster.ProfileLocal) {
-			cfg.HeartbeatInterval, cfg.HeartbeatTTL, cfg.RecoveryInterval = 250*time.Millisecond, 1500*time.Millisecond, 250*time.Millisecond
-		}
-		node, err := actors.Start(ctx, cfg)
 		if err != nil {
-			if serr := m.Shutdown(false); serr != nil {
-				log.Warn("leave cluster", zap.Error(serr))
-			}
-			sys.Shutdown()
-			return nil, fmt.Errorf("server: start node: %w", err)
+			// Leave gracefully on a refused id: the member that keeps it drops this one at once.
+			r.abandon(mb, !rejoin)
+			return nil, err
 		}
-		mb.node = node
-		hs.started(node, log)
-		h.set(api.New(api.Config{Node: node, Auth: verifier, MaxBodyBytes: opts.MaxBodyBytes, SSEHeartbeat: opts.SSEHeartbeat,
-			Logger: log, Ready: ready.Load, Cluster: m}))
-		log.Info("cluster member started", zap.String("member", sys.ID), zap.String("actor_address", sys.Address()))
-		return mb, nil
 	}
-	stop := func(mb *member, graceful bool) error {
-		sctx, cancel := context.WithTimeout(context.Background(), opts.ShutdownTimeout)
-		defer cancel()
-		err := mb.node.Stop(sctx)
-		if lerr := mb.m.Shutdown(graceful); lerr != nil {
-			err = errors.Join(err, fmt.Errorf("server: leave cluster: %w", lerr))
-		}
-		mb.system.Shutdown()
-		return err
+	if err := r.startNode(ctx, mb); err != nil {
+		r.abandon(mb, false)
+		return nil, err
 	}
-	cur, err := start(false)
+	r.log.Info("cluster member started", zap.String("member", sys.ID), zap.String("actor_address", sys.Address()))
+	return mb, nil
+}
+
+// startNode starts the engine of incarnation mb and points the API at it.
+func (r *clusterRun) startNode(ctx context.Context, mb *member) error {
+	var once sync.Once
+	cfg := actors.Config{NodeID: r.opts.NodeID, Store: r.st, Roles: r.opts.Roles, Logger: r.log, System: mb.system, Cluster: mb.m,
+		OnDeclaredDead: func() { once.Do(func() { close(mb.dead) }) }, Instances: r.specs}
+	r.hs.configure(&cfg, mb.system, mb.m, r.st)
+	if r.opts.ClusterProfile == string(cluster.ProfileLocal) {
+		cfg.HeartbeatInterval, cfg.HeartbeatTTL, cfg.RecoveryInterval = 250*time.Millisecond, 1500*time.Millisecond, 250*time.Millisecond
+	}
+	node, err := actors.Start(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("server: start node: %w", err)
+	}
+	mb.node, mb.dup = node, watchDuplicate(mb.m)
+	r.hs.started(node, r.log)
+	r.h.set(api.New(api.Config{Node: node, Auth: r.verifier, MaxBodyBytes: r.opts.MaxBodyBytes, SSEHeartbeat: r.opts.SSEHeartbeat,
+		Logger: r.log, Ready: r.ready.Load, Cluster: mb.m, Limits: r.opts.limits(), MetricsAuth: r.opts.MetricsAuth}))
+	return nil
+}
+
+// abandon leaves the cluster and shuts the actor system of an incarnation without a node.
+func (r *clusterRun) abandon(mb *member, graceful bool) {
+	if err := mb.m.Shutdown(graceful); err != nil {
+		r.log.Warn("leave cluster", zap.Error(err))
+	}
+	mb.system.Shutdown()
+}
+
+// stop stops incarnation mb: its node, its membership, its actor system.
+func (r *clusterRun) stop(mb *member, graceful bool) error {
+	sctx, cancel := context.WithTimeout(context.Background(), r.opts.ShutdownTimeout)
+	defer cancel()
+	err := mb.node.Stop(sctx)
+	if lerr := mb.m.Shutdown(graceful); lerr != nil {
+		err = errors.Join(err, fmt.Errorf("server: leave cluster: %w", lerr))
+	}
+	mb.system.Shutdown()
+	return err
+}
+
+// run starts the first incarnation, loads the pipelines, serves HTTP, and restarts under a
+// new member id whenever the cluster declares the node dead, until ctx ends.
+func (r *clusterRun) run(ctx context.Context) error {
+	cur, err := r.start(ctx, false)
 	if err != nil {
 		return err
 	}
-	if opts.PipelinesDir != "" {
-		if _, err := LoadPipelines(ctx, cur.node, opts.PipelinesDir); err != nil {
-			return errors.Join(err, stop(cur, true))
+	if r.opts.PipelinesDir != "" {
+		if _, err := LoadPipelines(ctx, cur.node, r.opts.PipelinesDir, r.opts.limits()); err != nil {
+			return errors.Join(err, r.stop(cur, true))
 		}
 	}
 	sctx, cancelServe := context.WithCancel(ctx)
 	defer cancelServe()
 	served := make(chan error, 1)
-	go func() { served <- serve(sctx, opts, log, handler, &ready, opts.NodeID) }()
+	go func() { served <- serve(sctx, r.opts, r.log, r.handler, &r.ready, r.opts.NodeID) }()
 	for {
 		select {
 		case err := <-served:
-			return errors.Join(err, stop(cur, true))
+			return errors.Join(err, r.stop(cur, true))
+		case d := <-cur.dup:
+			cancelServe()
+			return errors.Join(duplicateError(r.opts.NodeID, d), r.stop(cur, true), <-served)
 		case <-cur.dead:
-			log.Warn("restarting under a new member id after being declared dead", zap.String("old_member", cur.system.ID))
-			ready.Store(false)
-			h.set(api.Unavailable("rejoining", "server: this node is rejoining the cluster under a new member id"))
-			if err := stop(cur, false); err != nil {
-				log.Warn("stop dead incarnation", zap.Error(err))
+			r.log.Warn("restarting under a new member id after being declared dead", zap.String("old_member", cur.system.ID))
+			r.ready.Store(false)
+			r.h.set(api.Unavailable("rejoining", "server: this node is rejoining the cluster under a new member id"))
+			if err := r.stop(cur, false); err != nil {
+				r.log.Warn("stop dead incarnation", zap.Error(err))
 			}
-			next, err := start(true)
+			next, err := r.start(ctx, true)
 			if err != nil {
 				cancelServe()
 				return errors.Join(err, <-served)
 			}
 			cur = next
-			ready.Store(true)
+			r.ready.Store(true)
 		}
 	}
 }

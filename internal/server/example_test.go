@@ -9,7 +9,7 @@ import (
 
 func ExampleOptions_Validate() {
 	opts := server.DevOptions()
-	opts.HTTPAddr = "0.0.0.0:8080" // dev with --auth none serves on loopback only
+	opts.HTTPAddr = "0.0.0.0:8080" // with --auth none a node serves on loopback only
 	err := opts.Validate()
 	fmt.Println(errors.Is(err, server.ErrInvalidOptions))
 

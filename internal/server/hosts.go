@@ -106,7 +106,8 @@ func newHosts(opts Options, log *zap.Logger, st store.Store) (*hosts, error) {
 	h := &hosts{}
 	mgr, err := hostmanager.New(hostmanager.Config{Mode: hostmanager.Mode(opts.HostMode), Binary: opts.HostBinary,
 		StoreURL: opts.StoreURL, Seeds: h.seeds, ClusterProfile: opts.ClusterProfile, LogLevel: opts.LogLevel,
-		DataDir: opts.DataDir, StartDelay: opts.HostStartDelay, Instances: st.ListInstances, Logger: log.Named("hosts")})
+		DataDir: opts.DataDir, StartDelay: opts.HostStartDelay, Instances: st.ListInstances, Logger: log.Named("hosts"),
+		ExtraArgs: opts.childArgs()})
 	if err != nil {
 		return nil, fmt.Errorf("server: host manager: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/internal/dag"
 	"github.com/dairuntime/dair/internal/logging"
 	"github.com/dairuntime/dair/internal/netaddr"
 )
@@ -23,6 +24,9 @@ var (
 	// ErrBadPipeline is wrapped by the error Run returns when a file of PipelinesDir cannot be
 	// read or is not a valid pipeline. The dair binary maps it to exit code 2.
 	ErrBadPipeline = errors.New("server: bad pipeline file")
+	// ErrDuplicateNodeID is wrapped by the error Run returns when a live cluster member of
+	// another process already uses the node's NodeID.
+	ErrDuplicateNodeID = errors.New("server: node id in use")
 )
 
 // Auth modes.
@@ -59,6 +63,9 @@ type Options struct {
 	// JWTSecretFile holds the HS256 secret; JWTPublicKeyFile a PEM RS256/ES256 public key. One
 	// of them is required when Auth is jwt.
 	JWTSecretFile, JWTPublicKeyFile string
+	// JWTAudience and JWTIssuer, when set, must match the aud and iss claims of every token
+	// (tokens without them are refused). Empty: any or no aud and iss are accepted.
+	JWTAudience, JWTIssuer string
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string
 	// LogFormat is json or console. Default console.
@@ -96,12 +103,19 @@ type Options struct {
 	// false.
 	FaultInjection bool
 	// GossipKeyFile holds a memberlist encryption key (16, 24 or 32 bytes, raw or base64).
-	// Optional.
+	// Required when BindAddr or a Join address is not loopback; optional otherwise.
 	GossipKeyFile string
-	// LoopbackOnly refuses a non-loopback HTTPAddr when Auth is none (dev mode). Default false.
-	LoopbackOnly bool
+	// TLSCert, TLSKey and TLSCA are PEM files for mutual TLS on node-to-node actor traffic
+	// (see cluster.LoadTLS): all three or none. Cluster mode only. Default: plaintext.
+	TLSCert, TLSKey, TLSCA string
+	// MetricsAuth puts GET /metrics behind the bearer token (operator role). Needs Auth jwt.
+	// Default false.
+	MetricsAuth bool
 	// MaxBodyBytes caps request bodies. Default 1 MiB.
 	MaxBodyBytes int64
+	// MaxSteps bounds the steps of a pipeline put over HTTP or loaded from PipelinesDir
+	// (`--max-steps`). Default dag.DefaultMaxSteps (1,000).
+	MaxSteps int
 	// SSEHeartbeat is the comment interval of event streams. Default 15s.
 	SSEHeartbeat time.Duration
 	// ShutdownTimeout bounds the graceful HTTP shutdown and the node stop. Default 10s.
@@ -120,13 +134,9 @@ func DefaultOptions() Options {
 	}
 }
 
-// DevOptions returns the options of `dair dev`: every role, the embedded store under ./.dair
-// and, with auth none, a loopback-only listener.
-func DevOptions() Options {
-	o := DefaultOptions()
-	o.LoopbackOnly = true
-	return o
-}
+// DevOptions returns the options of `dair dev`: every role and the embedded store under
+// ./.dair. Like every node, with auth none it serves on loopback only.
+func DevOptions() Options { return DefaultOptions() }
 
 // withDefaults fills zero fields from DefaultOptions.
 func (o Options) withDefaults() Options {
@@ -164,6 +174,9 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// limits returns the pipeline limits of the node.
+func (o Options) limits() dag.Limits { return dag.Limits{MaxSteps: o.MaxSteps} }
+
 // clustered reports whether the options ask for cluster membership.
 func (o Options) clustered() bool { return o.BindAddr != "" || len(o.Join) > 0 }
 
@@ -188,6 +201,9 @@ func (o Options) Validate() error {
 	}
 	switch o.Auth {
 	case AuthNone:
+		if o.JWTAudience != "" || o.JWTIssuer != "" {
+			return bad("--jwt-audience and --jwt-issuer need --auth jwt")
+		}
 	case AuthJWT:
 		if o.JWTSecretFile == "" && o.JWTPublicKeyFile == "" {
 			return bad("--auth jwt needs --jwt-secret-file or --jwt-public-key-file")
@@ -205,8 +221,11 @@ func (o Options) Validate() error {
 	if err != nil {
 		return bad("http address %q: %v", o.HTTPAddr, err)
 	}
-	if o.LoopbackOnly && o.Auth == AuthNone && !netaddr.IsLoopback(host) {
-		return bad("http address %q is not loopback; with --auth none dev serves on loopback only (use 127.0.0.1 or --auth jwt)", o.HTTPAddr)
+	if o.Auth == AuthNone && !netaddr.IsLoopback(host) {
+		return bad("http address %q is not loopback; with --auth none the API serves on loopback only (use 127.0.0.1 or --auth jwt)", o.HTTPAddr)
+	}
+	if o.MetricsAuth && o.Auth != AuthJWT {
+		return bad("--metrics-auth needs --auth jwt")
 	}
 	if o.BindAddr != "" {
 		if err := checkHostPort(o.BindAddr); err != nil {
@@ -221,8 +240,44 @@ func (o Options) Validate() error {
 	if len(o.Join) > 0 && scheme == SchemeBolt {
 		return bad("a file store cannot be shared; use --store redis://HOST:PORT/DB with --join")
 	}
+	if o.MaxSteps < 0 {
+		return bad("max steps %d is negative", o.MaxSteps)
+	}
 	if o.ActorPort < 0 || o.ActorPort > 65535 {
 		return bad("actor port %d out of range", o.ActorPort)
+	}
+	if err := o.validateSecurity(); err != nil {
+		return bad("%v", err)
+	}
+	return nil
+}
+
+// validateSecurity checks the membership and actor transport options: a gossip key for
+// membership that leaves the loopback interface, and all or none of the TLS files in cluster
+// mode. It returns an unwrapped error; Validate wraps it.
+func (o Options) validateSecurity() error {
+	if o.GossipKeyFile == "" {
+		addrs := append([]string{o.BindAddr}, o.Join...)
+		for _, a := range addrs {
+			if a == "" {
+				continue
+			}
+			if host, _, err := net.SplitHostPort(a); err == nil && !netaddr.IsLoopback(host) {
+				return fmt.Errorf("membership address %q is not loopback; give --gossip-key-file to encrypt and authenticate gossip", a)
+			}
+		}
+	}
+	n := 0
+	for _, f := range []string{o.TLSCert, o.TLSKey, o.TLSCA} {
+		if f != "" {
+			n++
+		}
+	}
+	switch {
+	case n != 0 && n != 3:
+		return errors.New("--tls-cert, --tls-key and --tls-ca go together")
+	case n == 3 && !o.clustered():
+		return errors.New("--tls-cert, --tls-key and --tls-ca secure node-to-node traffic and need cluster mode (--bind)")
 	}
 	return nil
 }

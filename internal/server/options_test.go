@@ -27,9 +27,35 @@ func TestOptions_Validate_cases(t *testing.T) {
 		{"dev public ip with jwt", func(o *Options) {
 			o.HTTPAddr, o.Auth, o.JWTSecretFile = "0.0.0.0:8080", AuthJWT, "secret"
 		}, ""},
-		{"node public ip auth none", func(o *Options) { o.LoopbackOnly, o.HTTPAddr = false, "0.0.0.0:8080" }, ""},
+		{"node public ip auth none refused", func(o *Options) { o.HTTPAddr = "0.0.0.0:8080" }, "not loopback"},
+		{"metrics auth without jwt", func(o *Options) { o.MetricsAuth = true }, "--metrics-auth needs --auth jwt"},
+		{"metrics auth with jwt", func(o *Options) { o.MetricsAuth, o.Auth, o.JWTSecretFile = true, AuthJWT, "secret" }, ""},
+		{"public bind without gossip key", func(o *Options) {
+			o.StoreURL, o.BindAddr = "redis://127.0.0.1:6379/0", "10.0.0.5:7946"
+		}, "give --gossip-key-file"},
+		{"all-interfaces bind without gossip key", func(o *Options) {
+			o.StoreURL, o.BindAddr = "redis://127.0.0.1:6379/0", "0.0.0.0:7946"
+		}, "give --gossip-key-file"},
+		{"public join without gossip key", func(o *Options) {
+			o.StoreURL, o.BindAddr, o.Join = "redis://127.0.0.1:6379/0", "127.0.0.1:7946", []string{"10.0.0.6:7946"}
+		}, "give --gossip-key-file"},
+		{"public bind with gossip key", func(o *Options) {
+			o.StoreURL, o.BindAddr, o.GossipKeyFile = "redis://127.0.0.1:6379/0", "10.0.0.5:7946", "key"
+		}, ""},
+		{"partial tls", func(o *Options) {
+			o.StoreURL, o.BindAddr, o.TLSCert = "redis://127.0.0.1:6379/0", "127.0.0.1:0", "cert.pem"
+		}, "go together"},
+		{"tls", func(o *Options) {
+			o.StoreURL, o.BindAddr, o.TLSCert, o.TLSKey, o.TLSCA = "redis://127.0.0.1:6379/0", "127.0.0.1:0", "c", "k", "ca"
+		}, ""},
+		{"tls without cluster", func(o *Options) { o.TLSCert, o.TLSKey, o.TLSCA = "c", "k", "ca" }, "need cluster mode"},
 		{"bad http address", func(o *Options) { o.HTTPAddr = "nope" }, "http address"},
 		{"jwt without key", func(o *Options) { o.Auth = AuthJWT }, "--jwt-secret-file"},
+		{"jwt audience without jwt", func(o *Options) { o.JWTAudience = "dair" }, "need --auth jwt"},
+		{"jwt issuer and audience", func(o *Options) {
+			o.Auth, o.JWTSecretFile, o.JWTAudience, o.JWTIssuer = AuthJWT, "secret", "dair", "idp"
+		}, ""},
+		{"negative max steps", func(o *Options) { o.MaxSteps = -1 }, "max steps"},
 		{"unknown auth", func(o *Options) { o.Auth = "basic" }, "unknown auth"},
 		{"unknown role", func(o *Options) { o.Roles = []string{"worker"} }, "unknown role"},
 		{"unknown scheme", func(o *Options) { o.StoreURL = "mysql://x" }, "unknown scheme"},
@@ -143,11 +169,14 @@ func TestLoadPipelines_cases(t *testing.T) {
 			"bad.yaml": "key: bad\nsteps:\n  - id: a\n    uses: echo\n    needs: [missing]\n",
 		}, nil, []string{"bad.yaml", "unknown_dependency"}},
 		{"malformed yaml", map[string]string{"x.yaml": "key: [\n"}, nil, []string{"x.yaml", "parse yaml"}},
+		{"over the step limit", map[string]string{
+			"big.yaml": "key: big\nsteps:\n" + strings.Repeat("  - {id: a, uses: echo}\n", 1001),
+		}, nil, []string{"big.yaml", "too_many_steps"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := writeFiles(t, tc.files)
-			keys, err := LoadPipelines(context.Background(), &fakePipelines{}, dir)
+			keys, err := LoadPipelines(context.Background(), &fakePipelines{}, dir, dag.Limits{})
 			if tc.wantErr == nil {
 				require.NoError(t, err)
 				require.Equal(t, tc.wantKeys, keys)
@@ -160,7 +189,7 @@ func TestLoadPipelines_cases(t *testing.T) {
 		})
 	}
 	t.Run("missing dir", func(t *testing.T) {
-		_, err := LoadPipelines(context.Background(), &fakePipelines{}, filepath.Join(t.TempDir(), "none"))
+		_, err := LoadPipelines(context.Background(), &fakePipelines{}, filepath.Join(t.TempDir(), "none"), dag.Limits{})
 		require.True(t, errors.Is(err, ErrBadPipeline), err)
 	})
 }

@@ -50,7 +50,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	var verifier auth.Verifier
 	if opts.Auth == AuthJWT {
-		verifier, err = auth.LoadVerifier(opts.JWTSecretFile, opts.JWTPublicKeyFile)
+		verifier, err = auth.LoadVerifier(opts.JWTSecretFile, opts.JWTPublicKeyFile,
+			auth.WithAudience(opts.JWTAudience), auth.WithIssuer(opts.JWTIssuer))
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrInvalidOptions, err)
 		}
@@ -88,7 +89,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}()
 
 	if opts.PipelinesDir != "" {
-		keys, err := LoadPipelines(ctx, node, opts.PipelinesDir)
+		keys, err := LoadPipelines(ctx, node, opts.PipelinesDir, opts.limits())
 		if err != nil {
 			return err
 		}
@@ -97,7 +98,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	var ready atomic.Bool
 	handler := api.New(api.Config{
 		Node: node, Auth: verifier, MaxBodyBytes: opts.MaxBodyBytes, SSEHeartbeat: opts.SSEHeartbeat,
-		Logger: log, Ready: ready.Load,
+		Logger: log, Ready: ready.Load, Limits: opts.limits(), MetricsAuth: opts.MetricsAuth,
 	})
 	return serve(ctx, opts, log, handler, &ready, node.ID())
 }

@@ -1,0 +1,152 @@
+package jsonvalid
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// ErrInvalid is matched (errors.Is) by every *Error: Check returns it for a document that is
+// not well-formed JSON, not valid UTF-8, holds an unpaired surrogate escape, or a number that
+// overflows a float64.
+var ErrInvalid = errors.New("jsonvalid: invalid json")
+
+// Error reports the first problem Check found.
+type Error struct {
+	// Offset is the byte offset of the problem, -1 when unknown (malformed JSON).
+	Offset int
+	// Msg describes the problem, without the package prefix.
+	Msg string
+}
+
+// Error implements error. The message names the problem and its byte offset and is meant for
+// API answers (it carries no package prefix).
+func (e *Error) Error() string {
+	if e.Offset < 0 {
+		return e.Msg
+	}
+	return fmt.Sprintf("%s (at byte %d)", e.Msg, e.Offset)
+}
+
+// Is reports whether target is ErrInvalid.
+func (e *Error) Is(target error) bool { return target == ErrInvalid }
+
+// Valid reports whether Check(b) returns nil.
+func Valid(b []byte) bool { return Check(b) == nil }
+
+// Check returns nil when b is one well-formed JSON value whose bytes are valid UTF-8, whose
+// string escapes pair every UTF-16 surrogate, and whose numbers are finite as float64s; else a
+// *Error matching ErrInvalid. It takes time linear in len(b) and does not retain b. It is
+// goroutine-safe.
+func Check(b []byte) error {
+	if !utf8.Valid(b) {
+		return &Error{Offset: invalidUTF8At(b), Msg: "not valid UTF-8"}
+	}
+	if !json.Valid(b) {
+		return &Error{Offset: -1, Msg: "not valid JSON"}
+	}
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			end, err := checkString(b, i)
+			if err != nil {
+				return err
+			}
+			i = end
+		case c == '-' || (c >= '0' && c <= '9'):
+			end := i + 1
+			for end < len(b) && isNumberByte(b[end]) {
+				end++
+			}
+			if err := checkNumber(b[i:end], i); err != nil {
+				return err
+			}
+			i = end - 1
+		}
+	}
+	return nil
+}
+
+// invalidUTF8At returns the offset of the first invalid UTF-8 sequence of b.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return len(b)
+}
+
+func isNumberByte(c byte) bool {
+	return (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-'
+}
+
+// checkNumber reports a number literal that overflows a float64 (underflow to 0 is fine).
+func checkNumber(lit []byte, off int) error {
+	f, err := strconv.ParseFloat(string(lit), 64)
+	if err != nil && math.IsInf(f, 0) {
+		return &Error{Offset: off, Msg: fmt.Sprintf("number %s overflows a 64-bit float", truncate(lit))}
+	}
+	return nil
+}
+
+// checkString scans the string starting at the quote b[start] of a well-formed document and
+// returns the offset of its closing quote, or an error for an unpaired surrogate escape.
+func checkString(b []byte, start int) (int, error) {
+	for i := start + 1; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			return i, nil
+		case '\\':
+			if b[i+1] != 'u' {
+				i++
+				continue
+			}
+			r := hex4(b[i+2 : i+6])
+			switch {
+			case utf16.IsSurrogate(r) && r < 0xDC00 && i+11 < len(b) && b[i+6] == '\\' && b[i+7] == 'u':
+				if lo := hex4(b[i+8 : i+12]); lo >= 0xDC00 && lo <= 0xDFFF {
+					i += 11
+					continue
+				}
+				return 0, &Error{Offset: i, Msg: "string holds an unpaired UTF-16 surrogate escape"}
+			case utf16.IsSurrogate(r):
+				return 0, &Error{Offset: i, Msg: "string holds an unpaired UTF-16 surrogate escape"}
+			}
+			i += 5
+		}
+	}
+	return len(b), nil
+}
+
+// hex4 decodes four hex digits (json.Valid checked them).
+func hex4(h []byte) rune {
+	var r rune
+	for _, c := range h {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		default:
+			r |= rune(c - 'A' + 10)
+		}
+	}
+	return r
+}
+
+// truncate shortens a long literal for a message.
+func truncate(lit []byte) string {
+	const max = 32
+	if len(lit) <= max {
+		return string(lit)
+	}
+	return string(lit[:max]) + "..."
+}
