@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dairuntime/dair/client"
 	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/testsupport"
 )
@@ -189,13 +191,34 @@ func (c *ProcessCluster) WaitTopology(n int) {
 func (c *ProcessCluster) Ledgers(ctx context.Context, runID string) (map[string]*httpapi.Ledger, error) {
 	out := map[string]*httpapi.Ledger{}
 	for _, n := range c.Reachable() {
-		l, err := n.Client().Ledger(ctx, runID)
+		l, err := ledgerOf(ctx, n, runID)
 		if err != nil {
 			return nil, fmt.Errorf("testkit: ledger of %s on %s: %w", runID, n.id, err)
 		}
 		out[n.id] = l
 	}
 	return out, nil
+}
+
+// rejoinWait bounds how long Ledgers waits for a node that answers 503 while it rejoins the
+// cluster under a new member id (a loaded machine can make a live node look lost).
+const rejoinWait = 30 * time.Second
+
+// ledgerOf reads a run's ledger from n, waiting while n answers 503 (rejoining).
+func ledgerOf(ctx context.Context, n *ProcessNode, runID string) (*httpapi.Ledger, error) {
+	ctx, cancel := context.WithTimeout(ctx, rejoinWait)
+	defer cancel()
+	var l *httpapi.Ledger
+	err := WaitFor(ctx, 50*time.Millisecond, func() (bool, error) {
+		var err error
+		l, err = n.Client().Ledger(ctx, runID)
+		var ce *client.Error
+		if errors.As(err, &ce) && ce.Status == http.StatusServiceUnavailable {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	return l, err
 }
 
 // Close kills every node still running (SIGKILL) and waits for them to exit, for callers that
