@@ -156,3 +156,12 @@ func statusError(code int, body []byte) error {
 	}
 	return remote.Fail(remote.ClassNonRetryable, err)
 }
+
+// WithScaleOut returns a provider sharing p's connections and circuits whose scale-out goes
+// through s (the host manager's provider); each new instance is proven ready through this
+// transport (a status call) before the scale-out succeeds.
+func (p *Provider) WithScaleOut(s providers.ScaleOuter, lookup func(ctx context.Context, id string) (*messages.CapacityDescriptor, error)) *Provider {
+	q := *p
+	q.Client = p.Client.WithScaleOut(s, lookup)
+	return &q
+}

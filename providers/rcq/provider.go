@@ -122,3 +122,12 @@ func (t *transport) Send(ctx context.Context, stream string, cmd *messages.Runti
 	}
 	return out, nil
 }
+
+// WithScaleOut returns a provider sharing p's connections and circuits whose scale-out goes
+// through s (the host manager's provider); each new instance is proven ready through this
+// transport (a status call) before the scale-out succeeds.
+func (p *Provider) WithScaleOut(s providers.ScaleOuter, lookup func(ctx context.Context, id string) (*messages.CapacityDescriptor, error)) *Provider {
+	q := *p
+	q.Client = p.Client.WithScaleOut(s, lookup)
+	return &q
+}

@@ -79,6 +79,14 @@ func NewClient(cfg ClientConfig) *Client {
 // Name returns the provider name.
 func (c *Client) Name() string { return c.cfg.Name }
 
+// WithScaleOut returns a Client sharing c's transport and circuits whose scale-out goes
+// through s (readiness read with lookup and proven through the transport).
+func (c *Client) WithScaleOut(s providers.ScaleOuter, lookup func(ctx context.Context, id string) (*messages.CapacityDescriptor, error)) *Client {
+	cfg := c.cfg
+	cfg.ScaleOut, cfg.Lookup = s, lookup
+	return &Client{cfg: cfg}
+}
+
 // Caller returns the client's Caller (its circuits).
 func (c *Client) Caller() *Caller { return c.cfg.Caller }
 
