@@ -94,8 +94,8 @@ func hasRole(roles []string, role string) bool {
 // survive a restart of the node under a new member id) and joins children to the current
 // incarnation's memberlist address.
 type hosts struct {
-	mgr  *hostmanager.Manager // nil in fixture mode
-	tr   *transports          // the runtime transports (transports.go)
+	mgr  *hostmanager.Manager   // nil in fixture mode
+	tr   *transports            // the runtime transports (transports.go)
 	seed atomic.Pointer[string] // memberlist address of the current incarnation
 }
 
