@@ -13,6 +13,7 @@ import (
 	"github.com/dairuntime/dair/internal/handlers"
 	"github.com/dairuntime/dair/internal/runtimehost"
 	"github.com/dairuntime/dair/internal/step"
+	"github.com/dairuntime/dair/messages"
 	"github.com/dairuntime/dair/providers"
 	grpcprov "github.com/dairuntime/dair/providers/grpc"
 	httpprov "github.com/dairuntime/dair/providers/http"
@@ -71,7 +72,7 @@ func newProvider(t testing.TB, transport string, rdb redis.UniversalClient, rc r
 }
 
 // startRig starts a node with every role on a Redis store, its instance served over transport.
-func startRig(t testing.TB, r *testkit.Redis, transport string, cfg actors.Config) *rig {
+func startRig(t testing.TB, r *testkit.Redis, transport string, cfg actors.Config, settings *messages.TenantSettings) *rig {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr(), PoolSize: 64})
 	t.Cleanup(func() { require.NoError(t, rdb.Close()) })
@@ -85,7 +86,7 @@ func startRig(t testing.TB, r *testkit.Redis, transport string, cfg actors.Confi
 	prov := newProvider(t, transport, rdb, remote.Config{Timeout: 2 * time.Second})
 	cfg.Handlers = reg
 	cfg.Providers = append(cfg.Providers, prov)
-	cfg.Instances = []actors.InstanceSpec{{ID: id, Transport: h.InstanceTransport(id)}}
+	cfg.Instances = []actors.InstanceSpec{{ID: id, Settings: settings, Transport: h.InstanceTransport(id)}}
 	n := testkit.StartNode(t, testkit.NodeOptions{Backend: testkit.BackendRedis, Redis: r, Config: cfg})
 	lp, ok := n.Providers().Lookup(local.Name)
 	require.True(t, ok)

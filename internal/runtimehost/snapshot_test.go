@@ -29,7 +29,7 @@ func TestTransport_snapshotArrivesUnchanged(t *testing.T) {
 	r := testkit.StartRedis(t, testkit.RedisOptions{})
 	for _, transport := range remoteTransports {
 		t.Run(transport, func(t *testing.T) {
-			rg := startRig(t, r, transport, actors.Config{})
+			rg := startRig(t, r, transport, actors.Config{}, nil)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			_, err := rg.node.PutPipeline(ctx, []byte(capturePipeline))
