@@ -73,7 +73,42 @@ func (s crashScenario) run(t *testing.T, storeURL string) {
 		}
 	})
 	c := client.New(cp.url, "")
-	_, err := c.PutPipeline(ctx, "crashy", []byte(httpChain(cs.URL, 10)))
+	byTenant := s.submit(t, ctx, c, cs.URL)
+	k := s.kill(t, ctx, c, storeURL, byTenant[s.impacted])
+	calls := cs.snapshot()
+	var all []string
+	for _, ids := range byTenant {
+		all = append(all, ids...)
+	}
+	done := waitAll(t, ctx, c, all, 2*time.Minute)
+	t.Logf("%s: every run finished %s after the kill", s.transport, time.Since(k.at).Round(time.Millisecond))
+	after := cs.snapshot()
+	for key := range k.committed {
+		require.Equal(t, calls[key], after[key], "step %s had committed before the kill and was called again", key)
+	}
+	recovered := 0
+	for _, id := range byTenant[s.impacted] {
+		if s.checkRun(t, ctx, c, done[id], k.before[id], true) {
+			recovered++
+		}
+	}
+	require.Positive(t, recovered, "no run was recovered: the kill hit nothing")
+	for _, tenant := range s.safe {
+		for _, id := range byTenant[tenant] {
+			require.False(t, s.checkRun(t, ctx, c, done[id], nil, false), "safe tenant %s run %s was recovered", tenant, id)
+			require.Equal(t, tenant+"-runtime-1", done[id].AssignedRuntimeInstanceID)
+		}
+	}
+	s.checkHosts(t, storeURL, k)
+	t.Logf("%s: %d of %d runs of %s recovered onto replacement capacity", s.transport, recovered, len(byTenant[s.impacted]), s.impacted)
+	cp.kill(t)
+	waitNoHosts(t, storeURL)
+}
+
+// submit stores the pipeline and the tenants and submits their runs; it returns the run ids by
+// tenant.
+func (s crashScenario) submit(t *testing.T, ctx context.Context, c *client.Client, url string) map[string][]string {
+	_, err := c.PutPipeline(ctx, "crashy", []byte(httpChain(url, 10)))
 	require.NoError(t, err)
 	byTenant := map[string][]string{}
 	for _, tenant := range append([]string{s.impacted}, s.safe...) {
@@ -85,7 +120,21 @@ func (s crashScenario) run(t *testing.T, storeURL string) {
 			byTenant[tenant] = append(byTenant[tenant], sub.SharedRunID)
 		}
 	}
-	victimID := s.impacted + "-runtime-1"
+	return byTenant
+}
+
+// killed is what the scenario knew when it killed the impacted host.
+type killed struct {
+	at        time.Time
+	victim    int                     // the killed host's pid
+	procs     map[string]int          // process host pid by instance, before the kill
+	before    map[string]*httpapi.Run // the impacted runs before the kill
+	committed map[string]bool         // "<execution>/<step>" committed before the kill
+}
+
+// kill waits until the impacted host (and the safe ones) run work, then SIGKILLs the impacted
+// host and reads what had committed.
+func (s crashScenario) kill(t *testing.T, ctx context.Context, c *client.Client, storeURL string, impacted []string) killed {
 	busy := func(id string, n int32) func() bool {
 		return func() bool {
 			list, err := c.ListInstances(ctx, "")
@@ -100,28 +149,26 @@ func (s crashScenario) run(t *testing.T, storeURL string) {
 			return false
 		}
 	}
+	victimID := s.impacted + "-runtime-1"
 	testkit.Eventually(t, 90*time.Second, 20*time.Millisecond, busy(victimID, int32(min(s.runs, 3))), "%s busy", victimID)
 	for _, tenant := range s.safe {
 		testkit.Eventually(t, 60*time.Second, 20*time.Millisecond, busy(tenant+"-runtime-1", 1), "%s busy", tenant)
 	}
-	procs := map[string]int{}
+	k := killed{procs: map[string]int{}, before: map[string]*httpapi.Run{}, committed: map[string]bool{}}
 	for _, p := range hostProcs(t, storeURL) {
-		procs[p.instance] = p.pid
+		k.procs[p.instance] = p.pid
 	}
-	victim, ok := procs[victimID]
-	require.True(t, ok, "no process host for %s (have %v)", victimID, procs)
-	st := openRedisStore(t, storeURL)
-	before := map[string]*httpapi.Run{}
-	committed := map[string]bool{} // "<execution>/<step>" committed before the kill
-	for _, id := range byTenant[s.impacted] {
+	victim, ok := k.procs[victimID]
+	require.True(t, ok, "no process host for %s (have %v)", victimID, k.procs)
+	for _, id := range impacted {
 		run, err := c.GetRun(ctx, id)
 		require.NoError(t, err)
-		before[id] = run
+		k.before[id] = run
 	}
 	require.NoError(t, syscall.Kill(victim, syscall.SIGKILL))
-	killedAt := time.Now()
-	calls := cs.snapshot()
-	for _, run := range before {
+	k.at, k.victim = time.Now(), victim
+	st := openRedisStore(t, storeURL)
+	for _, run := range k.before {
 		if run.ExecutionID == "" {
 			continue
 		}
@@ -129,51 +176,30 @@ func (s crashScenario) run(t *testing.T, storeURL string) {
 		require.NoError(t, err)
 		for _, step := range steps {
 			if step.Status == messages.StepSucceeded {
-				committed[run.ExecutionID+"/"+step.StepId] = true
+				k.committed[run.ExecutionID+"/"+step.StepId] = true
 			}
 		}
 	}
+	return k
+}
 
-	var all []string
-	for _, ids := range byTenant {
-		all = append(all, ids...)
-	}
-	done := waitAll(t, ctx, c, all, 2*time.Minute)
-	t.Logf("%s: every run finished %s after the kill", s.transport, time.Since(killedAt).Round(time.Millisecond))
-	after := cs.snapshot()
-	for key := range committed {
-		require.Equal(t, calls[key], after[key], "step %s had committed before the kill and was called again", key)
-	}
-	recovered := 0
-	for _, id := range byTenant[s.impacted] {
-		if s.checkRun(t, ctx, c, done[id], before[id], true) {
-			recovered++
-		}
-	}
-	require.Positive(t, recovered, "no run was recovered: the kill hit nothing")
-	for _, tenant := range s.safe {
-		for _, id := range byTenant[tenant] {
-			require.False(t, s.checkRun(t, ctx, c, done[id], nil, false), "safe tenant %s run %s was recovered", tenant, id)
-			require.Equal(t, tenant+"-runtime-1", done[id].AssignedRuntimeInstanceID)
-		}
-	}
+// checkHosts checks that the safe tenants kept their hosts and the impacted tenant got a
+// replacement host.
+func (s crashScenario) checkHosts(t *testing.T, storeURL string, k killed) {
 	now := map[string]int{}
 	for _, p := range hostProcs(t, storeURL) {
 		now[p.instance] = p.pid
 	}
 	for _, tenant := range s.safe {
-		require.Equal(t, procs[tenant+"-runtime-1"], now[tenant+"-runtime-1"], "the safe tenant's host was replaced")
+		require.Equal(t, k.procs[tenant+"-runtime-1"], now[tenant+"-runtime-1"], "the safe tenant's host was replaced")
 	}
 	replaced := false
 	for id, pid := range now {
-		if strings.HasPrefix(id, s.impacted+"-runtime-") && pid != victim {
+		if strings.HasPrefix(id, s.impacted+"-runtime-") && pid != k.victim {
 			replaced = true
 		}
 	}
 	require.True(t, replaced, "no replacement host for %s (hosts %v)", s.impacted, now)
-	t.Logf("%s: %d of %d runs of %s recovered onto replacement capacity", s.transport, recovered, len(byTenant[s.impacted]), s.impacted)
-	cp.kill(t)
-	waitNoHosts(t, storeURL)
 }
 
 // checkRun checks one finished run: it succeeded, every step succeeded exactly once in its
