@@ -59,6 +59,13 @@ type hostHandle struct {
 // CreateInstance asks the runtime host to start instance id for settings. It blocks until the
 // actor exists; the instance registers itself in the store asynchronously.
 func (h *hostHandle) CreateInstance(ctx context.Context, id string, settings *messages.TenantSettings, scaleOutRequestID string) error {
+	return h.create(ctx, InstanceSpec{ID: id, Settings: settings, ScaleOutRequestID: scaleOutRequestID})
+}
+
+// create asks the runtime host to start the instance of spec (with its transport). It blocks
+// until the actor exists.
+func (h *hostHandle) create(ctx context.Context, spec InstanceSpec) error {
+	id := spec.ID
 	pid := h.pid()
 	if pid == nil {
 		return fmt.Errorf("create instance %s: actors: no runtime host on this node", id)
@@ -67,7 +74,7 @@ func (h *hostHandle) CreateInstance(ctx context.Context, id string, settings *me
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 	}
-	res, err := h.env.system.Root.RequestFuture(pid, &createInstance{spec: InstanceSpec{ID: id, Settings: settings, ScaleOutRequestID: scaleOutRequestID}}, timeout).Result()
+	res, err := h.env.system.Root.RequestFuture(pid, &createInstance{spec: spec}, timeout).Result()
 	if err != nil {
 		return fmt.Errorf("create instance %s: %w", id, err)
 	}

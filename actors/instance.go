@@ -18,6 +18,24 @@ type InstanceSpec struct {
 	ID                string
 	Settings          *messages.TenantSettings
 	ScaleOutRequestID string
+	// Transport is how control planes reach the instance; the zero value means the node's
+	// own transport (provider "local", or "actor" in a cluster).
+	Transport InstanceTransport
+}
+
+// InstanceTransport is what an instance publishes about how it is reached: a process host
+// serving HTTP, gRPC or a Redis command queue registers provider_name, transport_name and
+// endpoint (seed 000's capacity descriptor) so the control plane's router resolves the
+// matching provider.
+type InstanceTransport struct {
+	// Provider is the provider name ("http", "grpc", "redis-command-queue").
+	Provider string
+	// Name is the transport name (usually the provider name).
+	Name string
+	// Endpoint is where the transport reaches the instance (a URL, a stream key).
+	Endpoint string
+	// Metadata is added to the descriptor's metadata (provider.commandQueueKey, ...).
+	Metadata map[string]string
 }
 
 // runEntry is a run of the instance that has an execution actor.

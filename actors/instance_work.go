@@ -161,6 +161,9 @@ func (in *instance) result(op string, ok bool, reason string) *messages.Provider
 
 // providerName names the provider that reaches this instance.
 func (in *instance) providerName() string {
+	if p := in.spec.Transport.Provider; p != "" {
+		return p
+	}
 	if in.env.cfg.Cluster != nil {
 		return ActorProviderName
 	}
@@ -168,6 +171,12 @@ func (in *instance) providerName() string {
 }
 
 func (in *instance) transportName() string {
+	if tr := in.spec.Transport; tr.Provider != "" {
+		if tr.Name != "" {
+			return tr.Name
+		}
+		return tr.Provider
+	}
 	if in.env.cfg.Cluster != nil {
 		return "grpc"
 	}
@@ -191,6 +200,13 @@ func (in *instance) descriptor(c actor.Context) *messages.CapacityDescriptor {
 			"prefer.dedicated.capacity": fmt.Sprint(t.PreferDedicatedCapacity), "runtime.instance.id.prefix": t.RuntimeInstanceIdPrefix,
 			"node.id": e.nodeID,
 		},
+	}
+	if tr := in.spec.Transport; tr.Provider != "" {
+		d.Endpoint = tr.Endpoint
+		d.Metadata["provider.endpoint"] = tr.Endpoint
+		for k, v := range tr.Metadata {
+			d.Metadata[k] = v
+		}
 	}
 	in.q.Fill(d)
 	if in.spec.ScaleOutRequestID != "" {

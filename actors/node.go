@@ -286,7 +286,7 @@ func (n *Node) CreateInstance(ctx context.Context, spec InstanceSpec) error {
 	if n.hostPID() == nil {
 		return errors.New("actors: node has no runtime role")
 	}
-	return (&hostHandle{env: n.env, pid: n.hostPID}).CreateInstance(ctx, spec.ID, spec.Settings, spec.ScaleOutRequestID)
+	return (&hostHandle{env: n.env, pid: n.hostPID}).create(ctx, spec)
 }
 
 // LocalInstance returns the PID of a runtime instance hosted by this node.

@@ -42,6 +42,7 @@ func newDevCmd(a *app) *cobra.Command {
 	fs.StringVar(&o.DataDir, "data", o.DataDir, "data directory of the embedded store")
 	fs.StringVar(&o.HTTPAddr, "http", o.HTTPAddr, "HTTP API listen address")
 	addServingFlags(fs, &o, server.AuthNone)
+	addTransportFlags(fs, &o)
 	return cmd
 }
 
@@ -85,5 +86,6 @@ func newNodeCmd(a *app) *cobra.Command {
 		"TEST ONLY: wrap the membership transport for fault injection and serve POST /debug/partition and /debug/heal to loopback callers")
 	fs.Lookup("fault-injection").Hidden = true
 	addServingFlags(fs, &o, server.AuthNone)
+	addTransportFlags(fs, &o)
 	return cmd
 }

@@ -14,6 +14,15 @@ import (
 // releaseTimeout bounds releasing a slot after a dispatch that did not happen.
 const releaseTimeout = 5 * time.Second
 
+// Failure reasons of a run whose dispatch failed for good (the provider's reason follows).
+const (
+	// ReasonDispatchNonRetryable: the provider answered a non-retryable failure; the run is
+	// not dispatched again.
+	ReasonDispatchNonRetryable = "dispatch-non-retryable"
+	// ReasonDispatchAttemptsExhausted: retryable failures used up MaxAttempts dispatches.
+	ReasonDispatchAttemptsExhausted = "dispatch-attempts-exhausted"
+)
+
 // deliver marks a reserved run dispatched to x and hands it to x through the provider router.
 // pre are the ledger records of the decision, written with the outcome.
 func (d *Dispatcher) deliver(ctx context.Context, run *messages.SharedRun, x *messages.CapacityDescriptor, pumpID string, pre ...*messages.LedgerEntry) (Outcome, error) {
@@ -38,7 +47,8 @@ func (d *Dispatcher) deliver(ctx context.Context, run *messages.SharedRun, x *me
 	}
 	res := d.cfg.Router.Dispatch(ctx, x, d.request(ctx, upd, x, pumpID))
 	if d.cfg.Circuits.Record(x.RuntimeInstanceId, res, d.cfg.Now()) {
-		d.cfg.Log.Warn("dispatch circuit opened", zap.String("runtime_instance_id", x.RuntimeInstanceId), zap.String("reason", res.GetReason()))
+		d.cfg.Log.Warn("dispatch circuit opened; the instance gets no new work", zap.String("runtime_instance_id", x.RuntimeInstanceId),
+			zap.String("provider", res.GetProvider()), zap.String("reason", res.GetReason()))
 	}
 	entry := &messages.LedgerEntry{SharedRunId: upd.SharedRunId, ExecutionId: upd.ExecutionId, RuntimeInstanceId: x.RuntimeInstanceId,
 		TenantId: upd.GetSnapshot().GetTenantId(), Reason: res.GetReason(),
@@ -53,8 +63,13 @@ func (d *Dispatcher) deliver(ctx context.Context, run *messages.SharedRun, x *me
 	entry.Kind = messages.KindDispatchFailed
 	d.cfg.Ledger.Record(ctx, append(pre, entry)...)
 	d.release(ctx, x.RuntimeInstanceId, upd.SharedRunId)
-	if int(upd.Attempts) >= d.cfg.MaxAttempts {
-		return Done, d.reject(ctx, upd, "dispatch-attempts-exhausted: "+res.GetReason())
+	switch {
+	case !res.GetRetryable():
+		// The command itself was refused (or cannot be delivered by any instance): another try
+		// cannot succeed, so the run fails now with the provider's reason.
+		return Done, d.reject(ctx, upd, ReasonDispatchNonRetryable+": "+res.GetReason())
+	case int(upd.Attempts) >= d.cfg.MaxAttempts:
+		return Done, d.reject(ctx, upd, ReasonDispatchAttemptsExhausted+": "+res.GetReason())
 	}
 	if _, err := d.st.UpdateRun(ctx, upd.SharedRunId, func(r *messages.SharedRun) error {
 		if r.Status == messages.RunDispatched {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/internal/tenancy"
@@ -97,6 +98,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, flagged map[string]bool) map
 			delete(flagged, d.RuntimeInstanceId)
 			continue
 		}
+		if why == ReasonCircuitOpen {
+			r.markUnhealthy(ctx, d, why, now)
+		}
 		if flagged[d.RuntimeInstanceId] {
 			continue
 		}
@@ -117,11 +121,44 @@ func (r *Reconciler) Reconcile(ctx context.Context, flagged map[string]bool) map
 func (r *Reconciler) unhealthy(d *messages.CapacityDescriptor, now time.Time) string {
 	switch {
 	case d.LastHeartbeatAt < now.Add(-r.staleAfter()).UnixNano():
-		return "stale-heartbeat"
+		return ReasonStaleHeartbeat
 	case r.cfg.Circuits.IsOpen(d.RuntimeInstanceId, now):
-		return "circuit-open"
+		return ReasonCircuitOpen
 	}
 	return ""
+}
+
+// Health reasons of the reconciler, also written to a marked descriptor's metadata.
+const (
+	ReasonStaleHeartbeat = "stale-heartbeat"
+	ReasonCircuitOpen    = "circuit-open"
+	// MetadataHealthReason is the descriptor metadata key of the reason an instance was marked
+	// unhealthy in the registry.
+	MetadataHealthReason = "health.reason"
+)
+
+// markUnhealthy writes d back to the registry as unhealthy and unable to accept runs, so every
+// control plane's admission skips it (the instance's own next heartbeat may publish it ready
+// again; the mark is re-asserted on every pass while the circuit stays open). The entry keeps
+// the instance's heartbeat time and expires when the instance's own heartbeat would have: the
+// mark never keeps a dead instance listed.
+func (r *Reconciler) markUnhealthy(ctx context.Context, d *messages.CapacityDescriptor, why string, now time.Time) {
+	if d.Status == messages.InstanceUnhealthy && d.GetMetadata()[MetadataHealthReason] == why {
+		return
+	}
+	left := time.Unix(0, d.LastHeartbeatAt).Add(r.cfg.HeartbeatTTL).Sub(now)
+	if left <= 0 {
+		return
+	}
+	cp := proto.Clone(d).(*messages.CapacityDescriptor)
+	cp.Status, cp.CanAcceptRun = messages.InstanceUnhealthy, false
+	if cp.Metadata == nil {
+		cp.Metadata = map[string]string{}
+	}
+	cp.Metadata[MetadataHealthReason] = why
+	if err := r.st.PutInstance(ctx, cp, left); err != nil {
+		r.cfg.Log.Warn("health: mark instance unhealthy", zap.String("runtime_instance_id", d.RuntimeInstanceId), zap.Error(err))
+	}
 }
 
 // requestReplacement asks for one more instance in d's scope when the scope's healthy

@@ -20,7 +20,8 @@ import (
 //   - body: a string is sent as is; any other value is sent as JSON with Content-Type
 //     application/json unless headers set one.
 //
-// Every request carries `Idempotency-Key: <req.IdempotencyKey>`. The output is
+// Every request carries `Idempotency-Key: <req.IdempotencyKey>` and the run's tenant context as
+// x-tenant-id, x-org-id and x-user-id (seed 001; empty values are left out). The output is
 // {"status": int, "headers": {name: first value}, "body": string, "json": parsed body}, with
 // "json" present only when the response Content-Type is JSON and the body parses.
 //
@@ -76,6 +77,7 @@ func runHTTP(ctx context.Context, opts Options, req *step.Request) (step.Result,
 	if req.IdempotencyKey != "" {
 		hreq.Header.Set("Idempotency-Key", req.IdempotencyKey)
 	}
+	setTenantHeaders(hreq.Header, req.Snapshot)
 
 	resp, err := send(ctx, opts.HTTPClient, hreq, opts.MaxBodyBytes, what)
 	if err != nil {

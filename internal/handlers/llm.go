@@ -63,7 +63,8 @@ type chatResponse struct {
 //   - temperature, max_tokens: optional numbers.
 //
 // The request carries `Authorization: Bearer <key>` when Options.LLMAPIKey or
-// DAIR_LLM_API_KEY is set, and `Idempotency-Key: <req.IdempotencyKey>`. The output is
+// DAIR_LLM_API_KEY is set, `Idempotency-Key: <req.IdempotencyKey>` and the tenant headers
+// x-tenant-id, x-org-id and x-user-id of the run's snapshot. The output is
 // {"content", "model", "finish_reason", "usage": {"prompt_tokens", "completion_tokens",
 // "total_tokens"}} and Result.Usage carries the token counts.
 //
@@ -117,6 +118,7 @@ func runLLMChat(ctx context.Context, opts Options, req *step.Request) (step.Resu
 	if req.IdempotencyKey != "" {
 		hreq.Header.Set("Idempotency-Key", req.IdempotencyKey)
 	}
+	setTenantHeaders(hreq.Header, req.Snapshot)
 
 	resp, err := send(ctx, opts.HTTPClient, hreq, opts.MaxBodyBytes, what)
 	if err != nil {

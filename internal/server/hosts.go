@@ -94,22 +94,28 @@ func hasRole(roles []string, role string) bool {
 // survive a restart of the node under a new member id) and joins children to the current
 // incarnation's memberlist address.
 type hosts struct {
-	mgr  *hostmanager.Manager
+	mgr  *hostmanager.Manager   // nil in fixture mode
+	tr   *transports            // the runtime transports (transports.go)
 	seed atomic.Pointer[string] // memberlist address of the current incarnation
 }
 
-// newHosts returns the host wiring for opts (nil in fixture mode).
+// newHosts returns the host wiring for opts: the host manager (process and attach modes) and
+// the runtime transports.
 func newHosts(opts Options, log *zap.Logger, st store.Store) (*hosts, error) {
-	if opts.HostMode != HostProcess && opts.HostMode != HostAttach {
-		return nil, nil
+	tr, err := newTransports(opts, log)
+	if err != nil {
+		return nil, err
 	}
-	h := &hosts{}
+	h := &hosts{tr: tr}
+	if opts.HostMode != HostProcess && opts.HostMode != HostAttach {
+		return h, nil
+	}
 	mgr, err := hostmanager.New(hostmanager.Config{Mode: hostmanager.Mode(opts.HostMode), Binary: opts.HostBinary,
 		StoreURL: opts.StoreURL, Seeds: h.seeds, ClusterProfile: opts.ClusterProfile, LogLevel: opts.LogLevel,
 		DataDir: opts.DataDir, StartDelay: opts.HostStartDelay, Instances: st.ListInstances, Logger: log.Named("hosts"),
-		ExtraArgs: opts.childArgs()})
+		ExtraArgs: append(opts.childArgs(), opts.Transport.childArgs()...)})
 	if err != nil {
-		return nil, fmt.Errorf("server: host manager: %w", err)
+		return nil, errors.Join(fmt.Errorf("server: host manager: %w", err), tr.close(context.Background()))
 	}
 	h.mgr = mgr
 	return h, nil
@@ -131,18 +137,26 @@ func (h *hosts) configure(cfg *actors.Config, sys *actor.ActorSystem, m *cluster
 	}
 	addr := m.Self().MemberlistAddr
 	h.seed.Store(&addr)
-	if h.mgr.Mode() != hostmanager.ModeProcess {
+	if h.mgr == nil || h.mgr.Mode() != hostmanager.ModeProcess {
+		h.tr.configure(cfg, nil, nil)
 		return
 	}
 	p := hostmanager.NewProvider(local.Config{Name: hostmanager.ProviderName, System: sys, Resolver: actors.RemotePID,
 		Host: h.mgr, Instances: st.ListInstances, InUse: actors.InstanceIDInUse(st), ReadyTimeout: processReadyTimeout})
 	cfg.Providers = append(cfg.Providers, providers.Provider(p))
 	cfg.ScaleOutProvider = hostmanager.ProviderName
+	// With a remote host transport, that transport's provider becomes the scale-out provider:
+	// the host manager spawns the host, the transport proves it ready.
+	h.tr.configure(cfg, p, st.GetInstance)
 }
 
 // started registers the manager's metrics on the node's registry.
 func (h *hosts) started(node *actors.Node, log *zap.Logger) {
 	if h == nil {
+		return
+	}
+	h.tr.started(node)
+	if h.mgr == nil {
 		return
 	}
 	for _, c := range h.mgr.Collectors() {
@@ -159,8 +173,11 @@ func (h *hosts) stop(timeout time.Duration) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := h.mgr.Stop(ctx); err != nil {
-		return fmt.Errorf("server: stop hosts: %w", err)
+	err := h.tr.close(ctx)
+	if h.mgr != nil {
+		if merr := h.mgr.Stop(ctx); merr != nil {
+			err = errors.Join(err, fmt.Errorf("server: stop hosts: %w", merr))
+		}
 	}
-	return nil
+	return err
 }

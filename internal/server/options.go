@@ -123,6 +123,9 @@ type Options struct {
 	// OnReady, when set, is called once the API serves and /readyz answers 200, with the
 	// bound address. It must not block.
 	OnReady func(addr net.Addr)
+
+	// Transport configures the runtime transports (transports.go).
+	Transport TransportOptions
 }
 
 // DefaultOptions returns the options of a cluster node (`dair node`) with defaults filled in.
@@ -215,6 +218,9 @@ func (o Options) Validate() error {
 		return bad("%v", err)
 	}
 	if err := o.validateHosts(scheme); err != nil {
+		return bad("%v", err)
+	}
+	if err := o.validateTransports(scheme); err != nil {
 		return bad("%v", err)
 	}
 	host, _, err := net.SplitHostPort(o.HTTPAddr)

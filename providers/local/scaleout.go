@@ -130,7 +130,7 @@ func scopePrefix(s *messages.TenantSettings) string {
 	return DefaultPrefix
 }
 
-// countInScope counts the live (not stopped) instances of the tenant scope of s: same prefix
+// countInScope counts the live (not stopped, not unhealthy) instances of the tenant scope of s: same prefix
 // and, for dedicated or hybrid tenants, owned by the tenant or its group; for shared tenants,
 // shared instances. It mirrors the tenancy package's rule (seed 000: the local scaler counts
 // matching hosts by prefix, never the global host count).
@@ -139,7 +139,9 @@ func countInScope(list []*messages.CapacityDescriptor, s *messages.TenantSetting
 	mode := isolation(s.GetIsolationMode())
 	n := 0
 	for _, d := range list {
-		if d.GetStatus() == messages.InstanceStopped || instancePrefix(d) != prefix {
+		// An unhealthy instance (circuit open, marked by the health reconciler) gets no work:
+		// it does not hold a place its replacement needs.
+		if d.GetStatus() == messages.InstanceStopped || d.GetStatus() == messages.InstanceUnhealthy || instancePrefix(d) != prefix {
 			continue
 		}
 		switch mode {
