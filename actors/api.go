@@ -125,29 +125,6 @@ func (n *Node) runIDFor(ctx context.Context, id string) (string, error) {
 	return run.SharedRunId, nil
 }
 
-// InjectExecutionPanic makes the execution actor of a running run panic once (supervision
-// tests and demos). It returns ErrNotRunning when the run has no local execution.
-func (n *Node) InjectExecutionPanic(ctx context.Context, runID string) error {
-	run, err := n.env.st.GetRun(ctx, runID)
-	if err != nil {
-		return err
-	}
-	pid, ok := n.env.dir.Lookup(run.AssignedRuntimeInstanceId)
-	if !ok {
-		return ErrNotRunning
-	}
-	res, err := n.env.system.Root.RequestFuture(pid, &injectExecPanic{sharedRunID: runID}, 5*time.Second).Result()
-	if err != nil {
-		return err
-	}
-	if ok, _ := res.(bool); !ok {
-		return ErrNotRunning
-	}
-	return nil
-}
-
-type injectExecPanic struct{ sharedRunID string }
-
 // Trace returns the timeline of an execution's run (the id may also be a shared run id).
 func (n *Node) Trace(ctx context.Context, id string) (string, []history.Span, error) {
 	runID, entries, err := n.Ledger(ctx, id, 0)

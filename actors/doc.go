@@ -52,11 +52,11 @@
 //	                                           *messages.RunStatus; *messages.QueueStatusRequest →
 //	                                           *messages.QueueStatus
 //	ticker                     → instance      heartbeatTick: publish capacity and refresh holds
-//	instance                   → execution     pauseRun, resumeRun, cancelRun{reason}, InjectPanic
+//	instance                   → execution     pauseRun, resumeRun, cancelRun{reason}, injectPanic (tests)
 //	execution                  → instance      runFinished{localRunID, executionID, status}; an
 //	                                           execution that stops without it (its supervisor gave
 //	                                           up) shows as Terminated → execGone
-//	Node.InjectExecutionPanic  → instance      injectExecPanic → bool
+//	injectExecutionPanic (tests) → instance      injectExecPanic → bool
 //
 // # Goroutines and shutdown
 //

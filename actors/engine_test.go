@@ -164,7 +164,7 @@ func TestExecution_injectedPanicRestartsAndRehydrates(t *testing.T) {
 				before = succeededPerStep(entries)
 				return len(before) >= 3
 			}, "three steps committed")
-			require.NoError(t, n.InjectExecutionPanic(ctx, run.SharedRunId))
+			require.NoError(t, actors.InjectExecutionPanic(ctx, n, run.SharedRunId))
 			tap.ExpectSupervisorEvent(5 * time.Second)
 			done, err := n.Await(ctx, run.SharedRunId)
 			require.NoError(t, err)

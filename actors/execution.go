@@ -71,7 +71,7 @@ func (x *execution) Receive(c actor.Context) {
 		x.feed(c, engine.Resume{})
 	case *cancelRun:
 		x.feed(c, engine.Cancel{Reason: m.reason})
-	case *InjectPanic:
+	case *injectPanic:
 		panic("dair: injected execution panic")
 	}
 }

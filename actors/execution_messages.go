@@ -81,8 +81,8 @@ type (
 	pauseRun  struct{}
 	resumeRun struct{}
 	cancelRun struct{ reason string }
-	// InjectPanic makes an execution actor panic once (tests of supervision).
-	InjectPanic struct{}
+	// injectPanic makes an execution (or instance) actor panic once (tests of supervision).
+	injectPanic struct{}
 )
 
 // task is a running attempt of a step: the cancel of its context.

@@ -186,7 +186,7 @@ func TestExecution_rehydrationMissingCommittedStepsCommitsNothingTwice(t *testin
 			_, before, err := fs.Store.GetExecution(ctx, execID)
 			require.NoError(t, err)
 			fs.armed <- execID
-			require.NoError(t, n.InjectExecutionPanic(ctx, run.SharedRunId))
+			require.NoError(t, actors.InjectExecutionPanic(ctx, n, run.SharedRunId))
 			done, err := n.Await(ctx, run.SharedRunId)
 			require.NoError(t, err)
 			require.Equal(t, messages.RunSucceeded, done.Status, done.FailureReason)

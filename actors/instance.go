@@ -111,13 +111,13 @@ func (in *instance) Receive(c actor.Context) {
 	case *messages.QueueStatusRequest:
 		c.Respond(&messages.QueueStatus{Capacity: in.descriptor(c), Result: in.result("queue-status", true, ""),
 			QueuedLocalRunIds: in.q.QueuedIDs(), RunningLocalRunIds: in.q.RunningIDs()})
-	case *InjectPanic:
+	case *injectPanic:
 		panic("dair: injected instance panic")
 	case *injectExecPanic:
 		lr, _ := in.q.Find("", m.sharedRunID)
 		r := in.execs[lr]
 		if r != nil {
-			c.Send(r.pid, &InjectPanic{})
+			c.Send(r.pid, &injectPanic{})
 		}
 		c.Respond(r != nil)
 	}

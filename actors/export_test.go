@@ -1,0 +1,9 @@
+package actors
+
+import "context"
+
+// InjectExecutionPanic makes the execution actor of a running run panic once. It exists for
+// the package's tests only (supervision and rehydration).
+func InjectExecutionPanic(ctx context.Context, n *Node, runID string) error {
+	return n.injectExecutionPanic(ctx, runID)
+}
