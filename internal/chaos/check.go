@@ -58,7 +58,7 @@ func (v *violations) property(name, summary string) Property {
 func Check(ev Evidence) []Property {
 	return []Property{
 		CheckRunsFinished(ev.Runs),
-		CheckNoDoubleCommit(ev.Runs, ev.Calls),
+		CheckNoDoubleCommit(ev.Runs, ev.Calls, ev.Frozen, ev.Senders),
 		CheckNoStaleEpoch(ev.Runs),
 		CheckExecutionKept(ev.Runs),
 		CheckUsage(ev.Runs),
@@ -85,10 +85,13 @@ func CheckRunsFinished(runs []RunEvidence) Property {
 }
 
 // CheckNoDoubleCommit holds when no step has two step_succeeded entries and no handler call of
-// a committed step arrived after its commit (its handler ran again once committed).
-func CheckNoDoubleCommit(runs []RunEvidence, calls map[string][]time.Time) Property {
+// a committed step arrived after its commit (its handler ran again once committed). A call
+// from a node process that was frozen (SIGSTOP) when the step was committed is the delivery,
+// on SIGCONT, of work that process had in flight before it froze: it is counted in the
+// summary, not as a violation.
+func CheckNoDoubleCommit(runs []RunEvidence, calls map[string][]Call, frozen []Frozen, senders map[int]string) Property {
 	var v violations
-	committed, twice, late := 0, 0, 0
+	committed, twice, late, thawed := 0, 0, 0, 0
 	for _, r := range runs {
 		seqs := map[string][]int64{}
 		for _, e := range r.Ledger {
@@ -96,17 +99,20 @@ func CheckNoDoubleCommit(runs []RunEvidence, calls map[string][]time.Time) Prope
 				continue
 			}
 			seqs[e.StepID] = append(seqs[e.StepID], e.Seq)
-			key := orElse(e.ExecutionID, r.ExecutionID) + "/" + e.StepID
-			var after []time.Time
-			for _, at := range calls[key] {
-				if at.After(e.At) {
-					after = append(after, at)
+			var after []Call
+			for _, c := range calls[orElse(e.ExecutionID, r.ExecutionID)+"/"+e.StepID] {
+				switch _, wasFrozen := frozenAt(frozen, c.PID, e.At); {
+				case !c.At.After(e.At):
+				case wasFrozen:
+					thawed++
+				default:
+					after = append(after, c)
 				}
 			}
 			if len(after) > 0 {
 				late++
-				v.addf("run %s step %s: handler called %d time(s) after its commit at %s (first %s later)",
-					r.ID, e.StepID, len(after), e.At.Format(timeFormat), after[0].Sub(e.At).Round(time.Millisecond))
+				v.addf("run %s step %s: handler called %d time(s) after its commit at %s (first %s later, from %s)",
+					r.ID, e.StepID, len(after), e.At.Format(timeFormat), after[0].At.Sub(e.At).Round(time.Millisecond), sender(senders, after[0].PID))
 			}
 		}
 		for _, step := range sortedKeys(seqs) {
@@ -117,8 +123,16 @@ func CheckNoDoubleCommit(runs []RunEvidence, calls map[string][]time.Time) Prope
 			}
 		}
 	}
-	return v.property(PropNoDoubleCommit, fmt.Sprintf("%d steps committed; %d committed more than once; %d run again after their commit",
-		committed, twice, late))
+	return v.property(PropNoDoubleCommit, fmt.Sprintf("%d steps committed; %d committed more than once; %d run again after their commit; "+
+		"%d in-flight calls of a frozen node delivered after it", committed, twice, late, thawed))
+}
+
+// sender names a call's sender: "n2 (pid 123)".
+func sender(names map[int]string, pid int) string {
+	if pid == 0 {
+		return "an unknown process"
+	}
+	return orElse(names[pid], "?") + " (pid " + strconv.Itoa(pid) + ")"
 }
 
 // CheckNoStaleEpoch holds when, in each run's ledger (in Seq order), no entry carries an epoch

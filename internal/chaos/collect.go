@@ -19,8 +19,8 @@ const settleStable = 3
 // step records, usage), the counting server's calls and the live reservations. Usage and
 // reservations are written asynchronously, so it waits (up to Config.SettleTimeout) for usage
 // to match the ledgers or stop changing, and for the holds to drain.
-func (h *harness) collect(ctx context.Context) (Evidence, map[string][]httpapi.LedgerEntry, error) {
-	ev := Evidence{Calls: h.counter.snapshot()}
+func (h *harness) collect(ctx context.Context, faults []FaultRecord) (Evidence, map[string][]httpapi.LedgerEntry, error) {
+	ev := Evidence{Calls: h.counter.snapshot(), Frozen: frozenWindows(faults), Senders: h.pidNames()}
 	ledgers := map[string][]httpapi.LedgerEntry{}
 	for _, tr := range h.track.snapshot() {
 		re, err := h.runEvidence(ctx, tr)
@@ -197,4 +197,21 @@ func (h *harness) holds(ctx context.Context, ids map[string]bool) (map[string]in
 		total += n
 	}
 	return holds, total, nil
+}
+
+// frozenWindows returns the SIGSTOP windows of the pause faults (a pause whose SIGCONT failed
+// is frozen until now).
+func frozenWindows(faults []FaultRecord) []Frozen {
+	var out []Frozen
+	for _, f := range faults {
+		if f.Event.Fault != FaultPause || f.PID == 0 || !f.Injected {
+			continue
+		}
+		to := f.Restored
+		if to.IsZero() {
+			to = time.Now()
+		}
+		out = append(out, Frozen{PID: f.PID, Node: f.Target, From: f.Onset, To: to})
+	}
+	return out
 }

@@ -14,27 +14,40 @@ import (
 // maxStepDelay caps the delay a request may ask the counting server for.
 const maxStepDelay = 10 * time.Second
 
-// counter is the workload's HTTP endpoint: the pipelines' http steps call it, and it records
-// the arrival time of every call under its Idempotency-Key ("<execution_id>/<step_id>"), so the
-// harness can tell whether a committed step's handler ran again. A request waits ?ms=N
-// milliseconds before its 200 answer (the step takes time). It is safe for concurrent use.
-type counter struct {
-	srv  *http.Server
-	url  string
-	done chan error
-
-	mu    sync.Mutex             // guards calls
-	calls map[string][]time.Time // arrival times by Idempotency-Key
+// Call is one handler call the counting server received: when it arrived and the pid of the
+// node process that sent it (0 when unknown).
+type Call struct {
+	At  time.Time
+	PID int
 }
 
-// startCounter serves the counter on a kernel-chosen 127.0.0.1 port from one goroutine.
-func startCounter() (*counter, error) {
+// counter is the workload's HTTP endpoint: the pipelines' http steps call it, and it records
+// every call under its Idempotency-Key ("<execution_id>/<step_id>"), with its arrival time and
+// sender, so the harness can tell whether a committed step's handler ran again. A request
+// waits ?ms=N milliseconds before its 200 answer (the step takes time). It is safe for
+// concurrent use.
+type counter struct {
+	srv   *http.Server
+	url   string
+	local *net.TCPAddr
+	pids  func() []int // the node processes that may call
+	done  chan error
+
+	mu     sync.Mutex        // guards calls and owners
+	calls  map[string][]Call // by Idempotency-Key
+	owners map[string]int    // sender pid by connection (its remote address)
+}
+
+// startCounter serves the counter on a kernel-chosen 127.0.0.1 port from one goroutine. pids
+// lists the processes a connection may come from, to name each call's sender.
+func startCounter(pids func() []int) (*counter, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("chaos: counting server: %w", err)
 	}
-	c := &counter{url: "http://" + ln.Addr().String(), done: make(chan error, 1), calls: map[string][]time.Time{}}
-	c.srv = &http.Server{Handler: c, ReadHeaderTimeout: 10 * time.Second}
+	c := &counter{url: "http://" + ln.Addr().String(), local: ln.Addr().(*net.TCPAddr), pids: pids,
+		done: make(chan error, 1), calls: map[string][]Call{}, owners: map[string]int{}}
+	c.srv = &http.Server{Handler: c, ReadHeaderTimeout: 10 * time.Second, ConnState: c.connState}
 	go func() {
 		err := c.srv.Serve(ln)
 		if errors.Is(err, http.ErrServerClosed) {
@@ -45,11 +58,32 @@ func startCounter() (*counter, error) {
 	return c, nil
 }
 
+// connState names the sender of each new connection (before its first request is read) and
+// forgets it when the connection closes.
+func (c *counter) connState(conn net.Conn, st http.ConnState) {
+	key := conn.RemoteAddr().String()
+	switch st {
+	case http.StateNew:
+		peer, ok := conn.RemoteAddr().(*net.TCPAddr)
+		if !ok {
+			return
+		}
+		pid := socketOwner(peer, c.local, c.pids())
+		c.mu.Lock()
+		c.owners[key] = pid
+		c.mu.Unlock()
+	case http.StateClosed, http.StateHijacked:
+		c.mu.Lock()
+		delete(c.owners, key)
+		c.mu.Unlock()
+	}
+}
+
 func (c *counter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	if key := r.Header.Get("Idempotency-Key"); key != "" {
 		c.mu.Lock()
-		c.calls[key] = append(c.calls[key], now)
+		c.calls[key] = append(c.calls[key], Call{At: now, PID: c.owners[r.RemoteAddr]})
 		c.mu.Unlock()
 	}
 	ms, err := strconv.Atoi(r.URL.Query().Get("ms"))
@@ -70,12 +104,12 @@ func (c *counter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // snapshot returns a copy of the calls so far. The caller owns the returned map.
-func (c *counter) snapshot() map[string][]time.Time {
+func (c *counter) snapshot() map[string][]Call {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[string][]time.Time, len(c.calls))
+	out := make(map[string][]Call, len(c.calls))
 	for k, v := range c.calls {
-		out[k] = append([]time.Time(nil), v...)
+		out[k] = append([]Call(nil), v...)
 	}
 	return out
 }

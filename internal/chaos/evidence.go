@@ -38,10 +38,30 @@ type StepRecord struct {
 // Evidence is everything Check judges.
 type Evidence struct {
 	Runs []RunEvidence
-	// Calls holds the arrival times of the counting server's calls by Idempotency-Key,
-	// "<execution_id>/<step_id>".
-	Calls map[string][]time.Time
+	// Calls holds the counting server's calls by Idempotency-Key, "<execution_id>/<step_id>".
+	Calls map[string][]Call
+	// Frozen lists when each paused node process was stopped (SIGSTOP to SIGCONT).
+	Frozen []Frozen
+	// Senders names the node of each pid that may appear in Calls.
+	Senders map[int]string
 	// Reservations counts the live run-slot holds per runtime instance id, after the runs
 	// finished and the settle wait.
 	Reservations map[string]int
+}
+
+// Frozen is a window during which a node process (by pid) was SIGSTOPped.
+type Frozen struct {
+	PID      int
+	Node     string
+	From, To time.Time
+}
+
+// frozenAt returns the window in which process pid was frozen at t, if any.
+func frozenAt(windows []Frozen, pid int, t time.Time) (Frozen, bool) {
+	for _, w := range windows {
+		if pid != 0 && w.PID == pid && !t.Before(w.From) && !t.After(w.To) {
+			return w, true
+		}
+	}
+	return Frozen{}, false
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -39,6 +40,9 @@ type harness struct {
 	store    *redisstore.Store
 	track    *tracker
 	next     atomic.Uint64 // round-robin cursor over reachable nodes
+
+	pidMu    sync.Mutex     // guards pidNodes
+	pidNodes map[int]string // every node process seen: pid → node id
 }
 
 // Run starts the cluster (and Redis), runs the workload while it injects the scheduled faults,
@@ -59,7 +63,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &harness{cfg: cfg, sched: sched, out: &lineWriter{w: cfg.Progress}, track: newTracker()}
+	h := &harness{cfg: cfg, sched: sched, out: &lineWriter{w: cfg.Progress}, track: newTracker(), pidNodes: map[int]string{}}
 	rep, err := h.run(ctx)
 	if cerr := h.close(rep); cerr != nil {
 		h.out.printf("chaos: cleanup: %v", cerr)
@@ -92,7 +96,7 @@ func (h *harness) run(ctx context.Context) (*Report, error) {
 	if waitErr != nil {
 		h.out.printf("chaos: %v", waitErr)
 	}
-	ev, ledgers, err := h.collect(ctx)
+	ev, ledgers, err := h.collect(ctx, faults)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +121,7 @@ func (h *harness) start(ctx context.Context) error {
 		}
 		h.storeURL = h.redis.URL()
 	}
-	if h.counter, err = startCounter(); err != nil {
+	if h.counter, err = startCounter(h.nodePIDs); err != nil {
 		return err
 	}
 	bin := h.cfg.Binary
@@ -183,6 +187,31 @@ func (h *harness) close(rep *Report) error {
 		rep.LogDir = h.logDir
 	}
 	return errors.Join(errs...)
+}
+
+// nodePIDs returns the pids of the running node processes and remembers which node each is.
+func (h *harness) nodePIDs() []int {
+	if h.cluster == nil {
+		return nil
+	}
+	var pids []int
+	h.pidMu.Lock()
+	defer h.pidMu.Unlock()
+	for _, n := range h.cluster.Nodes() {
+		if pid := n.PID(); pid != 0 {
+			pids = append(pids, pid)
+			h.pidNodes[pid] = n.ID()
+		}
+	}
+	return pids
+}
+
+// pidNames returns a copy of the pid → node id map.
+func (h *harness) pidNames() map[int]string {
+	h.nodePIDs()
+	h.pidMu.Lock()
+	defer h.pidMu.Unlock()
+	return maps.Clone(h.pidNodes)
 }
 
 // client returns a client of a reachable node, taking turns; node 0's when none is.

@@ -30,7 +30,7 @@ func (h *harness) apply(ctx context.Context, start time.Time, e Event) FaultReco
 	rec := FaultRecord{Event: e, Target: "redis"}
 	if e.Fault.OnNode() {
 		node = h.target(e.Node)
-		rec.Target = node.ID()
+		rec.Target, rec.PID = node.ID(), node.PID()
 	}
 	if node != nil {
 		rec.Affected = h.track.affected(node.ID())
@@ -43,6 +43,7 @@ func (h *harness) apply(ctx context.Context, start time.Time, e Event) FaultReco
 		h.out.printf("chaos: +%-5s %s %s FAILED: %v", since(start), e.Fault, rec.Target, err)
 		return rec
 	}
+	rec.Injected = true
 	h.out.printf("chaos: +%-5s %s %s (%d runs placed there), for %s", since(start), e.Fault, rec.Target, len(rec.Affected), e.Hold)
 	sleepUntil(ctx, rec.Onset.Add(e.Hold))
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restartTimeout)

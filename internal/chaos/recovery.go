@@ -13,13 +13,17 @@ import (
 type FaultRecord struct {
 	Event Event
 	// Target is the node id the fault hit ("redis" for redis-restart).
-	Target   string
+	Target string
+	// PID is the pid of the node process hit (0 for redis-restart).
+	PID      int
 	Onset    time.Time
 	Restored time.Time
 	// Affected are the runs the fault could stall: for a node fault, the runs then dispatched
 	// to or running on an instance of that node; for redis-restart, every dispatched or
 	// running run.
 	Affected []string
+	// Injected is true once the fault hit (even if its undo then failed).
+	Injected bool
 	Err      string
 }
 
@@ -32,6 +36,8 @@ type FaultRecovery struct {
 	Times []time.Duration
 	// Unrecovered counts the affected runs that never progressed again.
 	Unrecovered int
+	// Slowest is the affected run that took longest to progress again ("" when none did).
+	Slowest string
 }
 
 // Max returns the longest recovery time (0 when no run recovered).
@@ -48,8 +54,15 @@ var progressKinds = map[string]bool{
 	messages.KindRunSucceeded: true, messages.KindRunFailed: true, messages.KindRunCancelled: true,
 }
 
+// terminalKinds are the ledger entries that end a run.
+var terminalKinds = map[string]bool{
+	messages.KindRunSucceeded: true, messages.KindRunFailed: true, messages.KindRunCancelled: true,
+}
+
 // Recoveries measures each fault's recovery from the ledgers (by run id). faults must be in
-// onset order; a fault's window ends at the next fault's onset. It is a pure function.
+// onset order; a fault's window ends at the next fault's onset. A run the harness saw placed
+// but whose ledger shows it finished by the onset was not affected: it is dropped from the
+// returned record's Affected. It is a pure function.
 func Recoveries(faults []FaultRecord, ledgers map[string][]httpapi.LedgerEntry) []FaultRecovery {
 	out := make([]FaultRecovery, 0, len(faults))
 	for i, f := range faults {
@@ -58,18 +71,38 @@ func Recoveries(faults []FaultRecord, ledgers map[string][]httpapi.LedgerEntry) 
 			end = faults[i+1].Onset
 		}
 		fr := FaultRecovery{Record: f}
+		var affected []string
 		for _, id := range f.Affected {
+			if !finishedBy(ledgers[id], f.Onset) {
+				affected = append(affected, id)
+			}
+		}
+		fr.Record.Affected = affected
+		for _, id := range affected {
 			d, ok := runRecovery(ledgers[id], f.Onset, end)
 			if !ok {
 				fr.Unrecovered++
 				continue
 			}
+			if len(fr.Times) == 0 || d > fr.Max() {
+				fr.Slowest = id
+			}
 			fr.Times = append(fr.Times, d)
+			sort.Slice(fr.Times, func(a, b int) bool { return fr.Times[a] < fr.Times[b] })
 		}
-		sort.Slice(fr.Times, func(a, b int) bool { return fr.Times[a] < fr.Times[b] })
 		out = append(out, fr)
 	}
 	return out
+}
+
+// finishedBy reports whether the ledger has a terminal entry at or before t.
+func finishedBy(ledger []httpapi.LedgerEntry, t time.Time) bool {
+	for _, e := range ledger {
+		if terminalKinds[e.Kind] && !e.At.After(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // runRecovery returns the time from onset to the run's first progress after the later of the

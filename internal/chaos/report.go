@@ -78,6 +78,7 @@ type FaultOutcome struct {
 	Affected    int        `json:"affected_runs"`
 	Unrecovered int        `json:"unrecovered_runs"`
 	RecoveryMax Duration   `json:"recovery_max"`
+	SlowestRun  string     `json:"slowest_run,omitempty"`
 	Error       string     `json:"error,omitempty"`
 }
 
@@ -151,7 +152,7 @@ func faultOutcome(r FaultRecovery) FaultOutcome {
 		target = "busiest:" + target
 	}
 	out := FaultOutcome{Fault: f.Event.Fault, Target: target, At: Duration(f.Event.At), Hold: Duration(f.Event.Hold),
-		Onset: f.Onset.UTC(), Affected: len(f.Affected), Unrecovered: r.Unrecovered, RecoveryMax: Duration(r.Max()), Error: f.Err}
+		Onset: f.Onset.UTC(), Affected: len(f.Affected), Unrecovered: r.Unrecovered, RecoveryMax: Duration(r.Max()), SlowestRun: r.Slowest, Error: f.Err}
 	if !f.Restored.IsZero() {
 		t := f.Restored.UTC()
 		out.Restored = &t
@@ -176,6 +177,9 @@ func (r *Report) Print(w io.Writer) error {
 	for _, f := range r.FaultLog {
 		fmt.Fprintf(&b, "  %-8s %-14s %-10s held %-6s affected %3d  recovery max %-8s", "+"+f.At.String(), f.Fault, f.Target,
 			f.Hold, f.Affected, f.RecoveryMax)
+		if f.SlowestRun != "" {
+			fmt.Fprintf(&b, " (%s)", f.SlowestRun)
+		}
 		if f.Unrecovered > 0 {
 			fmt.Fprintf(&b, "  %d never progressed", f.Unrecovered)
 		}
@@ -209,6 +213,10 @@ func (r *Report) Print(w io.Writer) error {
 	if r.LogDir != "" {
 		fmt.Fprintf(&b, "logs: %s\n", r.LogDir)
 	}
-	_, err := io.WriteString(w, b.String())
+	lines := strings.Split(b.String(), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	_, err := io.WriteString(w, strings.Join(lines, "\n"))
 	return err
 }

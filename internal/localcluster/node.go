@@ -69,6 +69,16 @@ func (n *Node) runningLocked() bool {
 	}
 }
 
+// PID returns the process id of the node's current process, or 0 when it does not run.
+func (n *Node) PID() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.runningLocked() {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}
+
 // Reachable reports whether the node runs, is not stopped and not partitioned: its HTTP API
 // answers and its membership view is current.
 func (n *Node) Reachable() bool {
