@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -78,7 +79,7 @@ func CheckRunsFinished(runs []RunEvidence) Property {
 		case messages.RunFailed, messages.RunCancelled:
 			v.addf("run %s (%s): %s: %s", r.ID, r.Tenant, r.Status, r.Reason)
 		default:
-			v.addf("run %s (%s): unfinished (%s)", r.ID, r.Tenant, orDash(r.Status))
+			v.addf("run %s (%s): unfinished (%s)%s", r.ID, r.Tenant, orDash(r.Status), lastEntry(r.Ledger))
 		}
 	}
 	return v.property(PropRunsFinished, fmt.Sprintf("%d of %d acknowledged runs succeeded", ok, len(runs)))
@@ -238,6 +239,17 @@ func CheckReservations(holds map[string]int) Property {
 		}
 	}
 	return v.property(PropReservations, fmt.Sprintf("%d live holds on %d instances", total, len(holds)))
+}
+
+// lastEntry describes the last ledger entry, where an unfinished run stopped: "; last:
+// step_started b on i1 at 03:04:05.610 (epoch 3)".
+func lastEntry(ledger []httpapi.LedgerEntry) string {
+	if len(ledger) == 0 {
+		return ""
+	}
+	e := ledger[len(ledger)-1]
+	return fmt.Sprintf("; last: %s on %s at %s (epoch %d)", describeEntry(e.Kind, e.StepID), orDash(e.RuntimeInstanceID),
+		e.At.Format(timeFormat), e.Epoch)
 }
 
 // timeFormat prints ledger and call times.

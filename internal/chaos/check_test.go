@@ -66,7 +66,9 @@ func TestCheck_eachViolation(t *testing.T) {
 		mutate  func(*Evidence)
 		wantSub string
 	}{
-		{"run still running", PropRunsFinished, func(ev *Evidence) { ev.Runs[0].Status = messages.RunRunning }, "unfinished (running)"},
+		{"run still running", PropRunsFinished, func(ev *Evidence) {
+			ev.Runs[0].Status, ev.Runs[0].Ledger = messages.RunRunning, ev.Runs[0].Ledger[:8]
+		}, "unfinished (running); last: step_started b on - at 03:04:05.610 (epoch 3)"},
 		{"run failed", PropRunsFinished, func(ev *Evidence) {
 			ev.Runs[0].Status, ev.Runs[0].Reason = messages.RunFailed, "step b failed"
 		}, "failed: step b failed"},

@@ -110,11 +110,17 @@ func (h *harness) summary(start time.Time) {
 		time.Since(start).Round(time.Second), c.submitted, h.cfg.Runs, c.acked, c.succeeded, c.failed, c.active)
 }
 
-// finish brings every node back (should a fault's undo have failed), waits for the
-// membership, then waits until every acknowledged run is final or Config.FinishTimeout
-// passes. The error says what did not happen in time; the properties judge the rest.
+// finish brings back every node and Redis should a fault's undo have failed, then waits until
+// every acknowledged run is final or Config.FinishTimeout passes. The error says what did not
+// happen in time; the properties judge the rest.
 func (h *harness) finish(ctx context.Context) error {
+	h.out.printf("chaos: fault window over; waiting up to %s for the runs to finish", h.cfg.FinishTimeout)
 	var errs []error
+	if h.redis != nil && !h.redis.Running() {
+		rctx, cancel := context.WithTimeout(ctx, restartTimeout)
+		errs = append(errs, h.redis.Restart(rctx))
+		cancel()
+	}
 	for _, n := range h.cluster.Nodes() {
 		if n.Reachable() {
 			continue
@@ -123,15 +129,6 @@ func (h *harness) finish(ctx context.Context) error {
 		errs = append(errs, h.revive(rctx, n))
 		cancel()
 	}
-	if h.redis != nil && !h.redis.Running() {
-		rctx, cancel := context.WithTimeout(ctx, restartTimeout)
-		errs = append(errs, h.redis.Restart(rctx))
-		cancel()
-	}
-	tctx, cancel := context.WithTimeout(ctx, restartTimeout)
-	errs = append(errs, h.cluster.WaitTopology(tctx, h.cfg.Nodes))
-	cancel()
-	h.out.printf("chaos: fault window over; waiting up to %s for the runs to finish", h.cfg.FinishTimeout)
 	wctx, cancel := context.WithTimeout(ctx, h.cfg.FinishTimeout)
 	defer cancel()
 	for {
