@@ -68,6 +68,7 @@ func TestCheck_eachViolation(t *testing.T) {
 	}{
 		{"run still running", PropRunsFinished, func(ev *Evidence) {
 			ev.Runs[0].Status, ev.Runs[0].Ledger = messages.RunRunning, ev.Runs[0].Ledger[:8]
+			delete(ev.Runs[0].UsageSteps, "b")
 		}, "unfinished (running); last: step_started b on - at 03:04:05.610 (epoch 3)"},
 		{"run failed", PropRunsFinished, func(ev *Evidence) {
 			ev.Runs[0].Status, ev.Runs[0].Reason = messages.RunFailed, "step b failed"
