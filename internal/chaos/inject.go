@@ -45,7 +45,10 @@ func (h *harness) apply(ctx context.Context, start time.Time, e Event) FaultReco
 	}
 	rec.Injected = true
 	h.out.printf("chaos: +%-5s %s %s (%d runs placed there), for %s", since(start), e.Fault, rec.Target, len(rec.Affected), e.Hold)
-	sleepUntil(ctx, rec.Onset.Add(e.Hold))
+	if !sleepUntil(ctx, rec.Onset.Add(e.Hold)) {
+		rec.Err = "interrupted before the undo" // Run's cleanup kills every process anyway
+		return rec
+	}
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restartTimeout)
 	defer cancel()
 	if err := h.undo(uctx, e, node); err != nil {
