@@ -57,7 +57,7 @@ func (h *harness) submitOne(ctx context.Context, i int, deadline time.Time) {
 			break // the harness sent something wrong: retrying cannot help
 		}
 		if !sleepUntil(ctx, time.Now().Add(submitRetry)) {
-			return
+			break
 		}
 	}
 	h.track.giveUp(fmt.Sprintf("run %d (%s): %v", i, req.TenantID, last))
