@@ -18,6 +18,7 @@ func addServingFlags(fs *pflag.FlagSet, o *server.Options, defaultAuth string) {
 	fs.StringVar(&o.PipelinesDir, "pipelines", "", "directory of pipeline files (*.yaml, *.yml, *.json) loaded at start")
 	fs.StringVar(&o.NodeID, "node-id", "", "node id (default: the host name)")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "bound of the graceful shutdown")
+	addAgentFlags(fs, &o.Agents)
 }
 
 func newDevCmd(a *app) *cobra.Command {

@@ -105,6 +105,7 @@ func runCluster(ctx context.Context, opts Options, log *zap.Logger, st store.Sto
 		cfg := actors.Config{NodeID: opts.NodeID, Store: st, Roles: opts.Roles, Logger: log, System: sys, Cluster: m,
 			OnDeclaredDead: func() { once.Do(func() { close(mb.dead) }) }, Instances: specs}
 		hs.configure(&cfg, sys, m, st)
+		opts.Agents.configure(&cfg)
 		if opts.ClusterProfile == string(cluster.ProfileLocal) {
 			cfg.HeartbeatInterval, cfg.HeartbeatTTL, cfg.RecoveryInterval = 250*time.Millisecond, 1500*time.Millisecond, 250*time.Millisecond
 		}
@@ -117,6 +118,11 @@ func runCluster(ctx context.Context, opts Options, log *zap.Logger, st store.Sto
 			return nil, fmt.Errorf("server: start node: %w", err)
 		}
 		mb.node = node
+		if err := opts.Agents.subscribe(ctx, node); err != nil {
+			err = errors.Join(err, node.Stop(ctx), m.Shutdown(false))
+			sys.Shutdown()
+			return nil, err
+		}
 		hs.started(node, log)
 		h.set(api.New(api.Config{Node: node, Auth: verifier, MaxBodyBytes: opts.MaxBodyBytes, SSEHeartbeat: opts.SSEHeartbeat,
 			Logger: log, Ready: ready.Load, Cluster: m}))

@@ -109,6 +109,8 @@ type Options struct {
 	// OnReady, when set, is called once the API serves and /readyz answers 200, with the
 	// bound address. It must not block.
 	OnReady func(addr net.Addr)
+	// Agents configures agent messaging (agents.go). Default: no built-in agent type.
+	Agents AgentOptions
 }
 
 // DefaultOptions returns the options of a cluster node (`dair node`) with defaults filled in.
@@ -223,6 +225,9 @@ func (o Options) Validate() error {
 	}
 	if o.ActorPort < 0 || o.ActorPort > 65535 {
 		return bad("actor port %d out of range", o.ActorPort)
+	}
+	if err := o.Agents.validate(); err != nil {
+		return bad("%v", err)
 	}
 	return nil
 }
