@@ -94,7 +94,9 @@ func TestAgentSteps_Pipeline_tenantRefusedIsPermanent(t *testing.T) {
 	n := testkit.StartNode(t, testkit.NodeOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	echo := func(_ context.Context, _ *actors.Agent, env *messages.MessageEnvelope) ([]byte, error) { return env.Payload, nil }
+	echo := func(_ context.Context, _ *actors.Agent, env *messages.MessageEnvelope) ([]byte, error) {
+		return env.Payload, nil
+	}
 	if err := n.RegisterAgentType(ctx, "vault", echo, actors.ForTenants("acme")); err != nil {
 		t.Fatal(err)
 	}
