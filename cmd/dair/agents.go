@@ -145,7 +145,11 @@ func newAgentsPublishCmd(a *app) *cobra.Command {
 			if a.jsonOut() {
 				return a.printJSON(p)
 			}
-			_, err = fmt.Fprintf(a.stdout, "%d deliveries\n", p.Deliveries)
+			noun := "deliveries"
+			if p.Deliveries == 1 {
+				noun = "delivery"
+			}
+			_, err = fmt.Fprintf(a.stdout, "%d %s\n", p.Deliveries, noun)
 			return err
 		},
 	}

@@ -91,7 +91,7 @@ func TestDair_Agents_devCLI(t *testing.T) {
 	require.Contains(t, r.stderr, "403")
 	ok(as(globex, "agents", "send", "counter/c1", "--message", `1`), `delivered: {"count":1}`)
 
-	ok(as(acme, "agents", "publish", "orders.created/c1", "--message", `{"id":7}`), "1 deliveries")
+	ok(as(acme, "agents", "publish", "orders.created/c1", "--message", `{"id":7}`), "1 delivery")
 	ok(as(globex, "agents", "publish", "orders.created/c1", "--message", `{"id":7}`), "0 deliveries")
 	var o httpapi.AgentSendResponse
 	r = as(acme, "agents", "send", "counter/c1", "--message", `1`, "-o", "json")
