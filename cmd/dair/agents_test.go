@@ -108,6 +108,10 @@ func TestDair_Agents_devCLI(t *testing.T) {
 	} {
 		require.Equal(t, 2, as(acme, args...).code, "%v", args)
 	}
+	for _, flags := range [][]string{{"--agents", "llm"}, {"--agent-subscription", "acme:orders"}, {"--agent-rpc-timeout", "-1s"}} {
+		r := dair(t, append([]string{"dev", "--data", filepath.Join(dir, "bad"), "--http", "127.0.0.1:0"}, flags...)...)
+		require.Equal(t, 2, r.code, "dev %v: %s", flags, r.stderr)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
