@@ -34,11 +34,13 @@ bench: ## run the Go benchmarks (about 5 minutes on 2 cores) and print their sta
 	$(GO) test -run '^$$' -bench 'BenchmarkScaleOut|BenchmarkSSEFanout|BenchmarkClusterRecovery' -benchtime 1x -timeout 8m ./cmd/dair
 	$(GO) test -run '^$$' -bench 'BenchmarkSubmitToFirstStepCrossNode' -benchtime 500x -timeout 5m ./cmd/dair
 	$(GO) test -run '^$$' -bench 'BenchmarkDispatch' -benchtime 3000x -timeout 5m ./internal/runtimehost
+	$(GO) test -run '^$$' -bench 'BenchmarkAgentSend' -benchtime 200000x -timeout 5m ./actors
+	$(GO) test -run '^$$' -bench 'BenchmarkAgentPublish' -benchtime 200x -timeout 5m ./actors
 
 proto: ## regenerate messages/*.pb.go (needs protoc)
 	@command -v protoc-gen-go >/dev/null 2>&1 || $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 	@command -v protoc-gen-go-grpc >/dev/null 2>&1 || $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
-	PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc --go_out=. --go_opt=paths=source_relative messages/dair.proto
+	PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc --go_out=. --go_opt=paths=source_relative messages/dair.proto messages/agents.proto
 	PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc --go_out=. --go_opt=paths=source_relative \
 		--go-grpc_out=. --go-grpc_opt=paths=source_relative messages/runtime.proto
 

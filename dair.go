@@ -41,6 +41,7 @@ import (
 	"context"
 
 	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/internal/agents"
 	"github.com/dairuntime/dair/internal/server"
 	"github.com/dairuntime/dair/internal/step"
 	"github.com/dairuntime/dair/internal/store"
@@ -66,6 +67,64 @@ type (
 	// Result is a step attempt's output.
 	Result = step.Result
 )
+
+// Re-exported agent messaging types (seed 003). A node's agent API is on Node:
+// RegisterAgentType, SendAgent, SendAgentEnvelope, PublishAgent, Subscribe, Unsubscribe and
+// AgentDirectory; they behave the same on one node and across a cluster.
+type (
+	// AgentHandler handles one message for one agent (one at a time per agent, in order).
+	AgentHandler = actors.AgentHandler
+	// Agent is the running agent a handler works for: its id, tenant and state.
+	Agent = actors.Agent
+	// AgentTypeOption configures RegisterAgentType (ForTenants).
+	AgentTypeOption = actors.AgentTypeOption
+	// AgentDirectory is a node's router's view: types, owners, workers, pending sends.
+	AgentDirectory = actors.AgentDirectory
+	// AgentConfig holds the agent runtime's knobs (Config.Agents).
+	AgentConfig = agents.Config
+	// AgentID names one agent: its type and key, scoped by the message's tenant.
+	AgentID = messages.AgentId
+	// TopicID names a publish topic: its type and optional source.
+	TopicID = messages.TopicId
+	// MessageEnvelope is one message to an agent.
+	MessageEnvelope = messages.MessageEnvelope
+	// DeliveryOutcome is the result of one send.
+	DeliveryOutcome = messages.DeliveryOutcome
+	// Subscription routes a tenant's published messages to agents of one type.
+	Subscription = messages.Subscription
+)
+
+// Outcome statuses of DeliveryOutcome.Status.
+const (
+	Delivered     = messages.DeliveryOutcome_DELIVERED
+	Timeout       = messages.DeliveryOutcome_TIMEOUT
+	Undeliverable = messages.DeliveryOutcome_UNDELIVERABLE
+	AgentError    = messages.DeliveryOutcome_ERROR
+)
+
+// Built-in agent types (Config.AgentTypes, `--agents`).
+const (
+	AgentEcho    = actors.AgentEcho
+	AgentCounter = actors.AgentCounter
+)
+
+// ForTenants restricts an agent type to the given tenants; others get undeliverable
+// (tenant-refused).
+func ForTenants(tenants ...string) AgentTypeOption { return actors.ForTenants(tenants...) }
+
+// AgentRef parses "TYPE/KEY" into an AgentID.
+func AgentRef(ref string) (*AgentID, error) { return agents.ParseAgentRef(ref) }
+
+// Topic parses "TYPE" or "TYPE/SOURCE" into a TopicID.
+func Topic(topic string) (*TopicID, error) { return agents.ParseTopic(topic) }
+
+// OutcomeName returns the lowercase name of an outcome status: "delivered", "timeout",
+// "undeliverable" or "error".
+func OutcomeName(o *DeliveryOutcome) string { return agents.StatusName(o.GetStatus()) }
+
+// ReasonCode returns the stable code of an outcome's reason ("no-live-owner",
+// "worker-evicted", "tenant-refused", ...), or "".
+func ReasonCode(o *DeliveryOutcome) string { return agents.ReasonCode(o.GetReason()) }
 
 // Start starts a node. It returns once the node's supervision tree is up.
 func Start(ctx context.Context, cfg Config) (*Node, error) { return actors.Start(ctx, cfg) }

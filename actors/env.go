@@ -41,6 +41,8 @@ type env struct {
 	group *workgroup.Group
 	// dead is set once the cluster declared this incarnation dead: its runs belong to others.
 	dead atomic.Bool
+	// agentNode is the node once its agent runtime has started (agent_steps.go).
+	agentNode atomic.Pointer[Node]
 }
 
 // ledger appends entries (batched with other runs' writes by the committer, in order per run)

@@ -69,6 +69,7 @@ func (x *execution) startTask(c actor.Context, f engine.StartStep) {
 	} else {
 		ctx, cancel = context.WithCancel(e.group.Context())
 	}
+	ctx = e.withAgentSteps(ctx)
 	x.tasks = append(x.tasks, task{step: f.Step, attempt: f.Attempt, uses: f.Uses, cancel: cancel})
 	tenant := s.req.GetSnapshot().GetTenantId()
 	req := &step.Request{ExecutionID: s.executionID, SharedRunID: s.req.SharedRunId, StepID: f.Step, TenantID: tenant,

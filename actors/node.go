@@ -93,6 +93,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := n.startAgents(ctx); err != nil {
 		return nil, errors.Join(err, n.Stop(ctx))
 	}
+	n.env.agentNode.Store(n)
 	n.startWatch()
 	n.env.log.Info("node started", zap.Strings("roles", cfg.Roles), zap.String("incarnation", n.env.incarnation))
 	return n, nil

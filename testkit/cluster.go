@@ -54,6 +54,9 @@ type ProcessClusterOptions struct {
 	LogLevel string
 	// ExtraArgs are appended to every node's command line.
 	ExtraArgs []string
+	// NodeArgs gives node i the extra arguments NodeArgs[i], after ExtraArgs (for example
+	// --agents echo,counter on some nodes only); a missing entry means none.
+	NodeArgs [][]string
 }
 
 // ProcessCluster is N `dair node` processes on one shared Redis store, each joined to all the
@@ -108,7 +111,11 @@ func StartProcessCluster(t testing.TB, opts ProcessClusterOptions) *ProcessClust
 		if err != nil {
 			t.Fatalf("testkit: start process cluster: %v", err)
 		}
-		c.nodes = append(c.nodes, &ProcessNode{c: c, id: id, bind: bind, http: httpAddr, roles: roles, logs: &logBuffer{}})
+		var extra []string
+		if i < len(opts.NodeArgs) {
+			extra = opts.NodeArgs[i]
+		}
+		c.nodes = append(c.nodes, &ProcessNode{c: c, id: id, bind: bind, http: httpAddr, roles: roles, extra: extra, logs: &logBuffer{}})
 	}
 	t.Cleanup(c.cleanup)
 	errs := make([]error, len(c.nodes))

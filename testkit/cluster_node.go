@@ -28,6 +28,7 @@ type ProcessNode struct {
 	bind  string
 	http  string
 	roles []string
+	extra []string // NodeArgs of this node
 	logs  *logBuffer
 
 	mu          sync.Mutex    // guards cmd, exited, stopped, partitioned
@@ -89,10 +90,15 @@ func (n *ProcessNode) Kill() {
 	}
 }
 
-// Stop sends SIGSTOP: the process freezes (its membership stops answering probes) until Cont.
+// Stop sends SIGSTOP and waits until every thread of the process is stopped (on Linux): the
+// process freezes (its membership stops answering probes) until Cont.
 func (n *ProcessNode) Stop() {
 	n.c.t.Helper()
-	if err := n.signal(syscall.SIGSTOP, func() { n.stopped = true }); err != nil {
+	pid := 0
+	if err := n.signal(syscall.SIGSTOP, func() { n.stopped, pid = true, n.cmd.Process.Pid }); err != nil {
+		n.c.t.Fatalf("testkit: stop %s: %v", n.id, err)
+	}
+	if err := waitFrozen(pid); err != nil {
 		n.c.t.Fatalf("testkit: stop %s: %v", n.id, err)
 	}
 }
@@ -178,7 +184,8 @@ func (n *ProcessNode) args() []string {
 	if len(n.roles) > 0 {
 		args = append(args, "--roles", strings.Join(n.roles, ","))
 	}
-	return append(args, o.ExtraArgs...)
+	args = append(args, o.ExtraArgs...)
+	return append(args, n.extra...)
 }
 
 // start launches the process and waits until /readyz answers 200.

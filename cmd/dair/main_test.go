@@ -96,12 +96,14 @@ type devNode struct {
 	exited chan error
 }
 
-// startDev starts `dair dev` on a free port and waits until /readyz answers 200.
-func startDev(t *testing.T, data, pipelines string) *devNode {
+// startDev starts `dair dev` (with extra arguments) on a free port and waits until /readyz
+// answers 200.
+func startDev(t *testing.T, data, pipelines string, extra ...string) *devNode {
 	t.Helper()
 	addr := testkit.FreeAddr(t)
 	n := &devNode{url: "http://" + addr, logs: &syncBuffer{}, exited: make(chan error, 1)}
-	n.cmd = exec.Command(dairBin, "dev", "--data", data, "--http", addr, "--pipelines", pipelines, "--log-level", "warn")
+	args := append([]string{"dev", "--data", data, "--http", addr, "--pipelines", pipelines, "--log-level", "warn"}, extra...)
+	n.cmd = exec.Command(dairBin, args...)
 	n.cmd.Stdout, n.cmd.Stderr = n.logs, n.logs
 	require.NoError(t, n.cmd.Start())
 	go func() { n.exited <- n.cmd.Wait() }()

@@ -95,7 +95,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root.AddCommand(
 		newVersionCmd(a), newDevCmd(a), newNodeCmd(a), newSubmitCmd(a), newRunsCmd(a), newInstancesCmd(a),
 		newTenantsCmd(a), newExecutionsCmd(a), newPipelinesCmd(a), newQueueCmd(a), newTokenCmd(a), newMCPCmd(a),
-		newDemoCmd(a), newChaosCmd(a),
+		newDemoCmd(a), newChaosCmd(a), newAgentsCmd(a),
 	)
 	wrapRunE(root)
 	return root

@@ -23,6 +23,7 @@ func addServingFlags(fs *pflag.FlagSet, o *server.Options, defaultAuth string) {
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "bound of the graceful shutdown")
 	fs.BoolVar(&o.MetricsAuth, "metrics-auth", false, "require a token with the operator role for GET /metrics (with --auth jwt)")
 	fs.IntVar(&o.MaxSteps, "max-steps", dag.DefaultMaxSteps, "most steps a pipeline may have (PUT /v1/pipelines and --pipelines files)")
+	addAgentFlags(fs, &o.Agents)
 }
 
 func newDevCmd(a *app) *cobra.Command {

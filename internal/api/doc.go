@@ -1,6 +1,7 @@
 // Package api is the dair HTTP API: run submission and control, Server-Sent Event streams of a
 // run's durable ledger, runtime instances, tenant settings, execution history, pipeline
-// definitions, health and Prometheus metrics (CONTRACT.md, "HTTP API", prefix /v1).
+// definitions, agent messaging (agents.go: list, send, publish), health and Prometheus metrics
+// (CONTRACT.md, "HTTP API", prefix /v1).
 //
 // The JSON views it reads and writes are the types of package httpapi, the wire format shared
 // with clients. Errors are {"error": {"code", "message"}} with 400 for bad input, 401

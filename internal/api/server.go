@@ -120,6 +120,7 @@ func New(cfg Config) http.Handler {
 	v1("POST /v1/executions/{id}/replay", s.emptyBody(s.replay))
 
 	v1("GET /v1/cluster/members", s.listMembers)
+	s.registerAgentRoutes(v1)
 
 	v1("PUT /v1/pipelines/{key}", s.putPipeline)
 	v1("GET /v1/pipelines", s.listPipelines)

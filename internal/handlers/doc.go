@@ -1,6 +1,7 @@
-// Package handlers implements dair's built-in step handlers: echo, sleep, fail, http and
-// llm.chat. Each is a step.Handler; Register adds all of them to a step.Registry under the
-// names pipelines use in `uses:`.
+// Package handlers implements dair's built-in step handlers: echo, sleep, fail, http, llm.chat,
+// agent.send and agent.publish. Each is a step.Handler; Register adds all of them to a
+// step.Registry under the names pipelines use in `uses:`. The agent handlers reach the agent
+// runtime of the node running the attempt through the attempt's context (WithAgents).
 //
 // The engine renders templates before it calls a handler, so a handler reads final values from
 // Request.With. Numbers in With may be int, int64, float64 or json.Number; all are accepted.

@@ -45,6 +45,17 @@ var (
 	ErrBodyTooLarge = errors.New("handlers: response body too large")
 	// ErrBadResponse is returned by llm.chat when a 2xx answer is not a chat completion.
 	ErrBadResponse = errors.New("handlers: malformed response")
+	// ErrNoAgentRuntime is returned by agent.send and agent.publish when the attempt's context
+	// carries no agent runtime (WithAgents): the node's has not started yet or is stopping.
+	ErrNoAgentRuntime = errors.New("handlers: no agent runtime")
+	// ErrAgentTimeout is returned by agent.send for a timeout outcome.
+	ErrAgentTimeout = errors.New("handlers: agent timeout")
+	// ErrAgentUndeliverable is returned by agent.send for an undeliverable outcome (wrapped
+	// with step.Permanent when the tenant may not reach the agent).
+	ErrAgentUndeliverable = errors.New("handlers: agent undeliverable")
+	// ErrAgentFailed is returned by agent.send for an error outcome (the agent's handler
+	// failed).
+	ErrAgentFailed = errors.New("handlers: agent error")
 )
 
 // Options configures the http and llm.chat handlers. The zero value is ready to use.
@@ -83,9 +94,11 @@ func defaultClient() *http.Client {
 	return &http.Client{Transport: t}
 }
 
-// Register adds echo, sleep, fail, http and llm.chat to reg. The http and llm.chat handlers
-// share one HTTP client. It returns an error wrapping step.ErrDuplicateHandler if a name is
-// already taken; handlers registered before the failure stay registered.
+// Register adds echo, sleep, fail, http, llm.chat, agent.send and agent.publish to reg. The
+// http and llm.chat handlers share one HTTP client; the agent handlers use the agent runtime
+// the node puts in each attempt's context (WithAgents). It returns an error wrapping
+// step.ErrDuplicateHandler if a name is already taken; handlers registered before the failure
+// stay registered.
 func Register(reg *step.Registry, opts Options) error {
 	if reg == nil {
 		return fmt.Errorf("handlers: register: nil registry")
@@ -100,6 +113,8 @@ func Register(reg *step.Registry, opts Options) error {
 		{NameFail, Fail()},
 		{NameHTTP, HTTP(opts)},
 		{NameLLMChat, LLMChat(opts)},
+		{NameAgentSend, AgentSend()},
+		{NameAgentPublish, AgentPublish()},
 	}
 	for _, e := range all {
 		if err := reg.Register(e.name, e.h); err != nil {

@@ -15,7 +15,7 @@ func TestRegister_Register_names(t *testing.T) {
 	if err := Register(reg, Options{}); err != nil {
 		t.Fatalf("register: %v", err)
 	}
-	want := []string{"echo", "fail", "http", "llm.chat", "sleep"}
+	want := []string{"agent.publish", "agent.send", "echo", "fail", "http", "llm.chat", "sleep"}
 	if got := reg.Names(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("names = %v, want %v", got, want)
 	}

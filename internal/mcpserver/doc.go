@@ -20,6 +20,9 @@
 //	get_tenant          {tenant_id}
 //	put_tenant          {tenant_id, isolation_mode, prefer_dedicated_capacity?, ...}
 //	get_ledger, get_trace, replay_execution         {execution_id}
+//	list_agents         {}
+//	send_agent_message  {agent: TYPE/KEY, message, tenant_id?, timeout?}
+//	publish_message     {topic: TYPE or TYPE/SOURCE, message, tenant_id?}
 //
 // A successful result carries the API's JSON answer as structured content and a one-line
 // text summary. When the node refuses a call (401, 403, 404, 409, 423, ...) or cannot be

@@ -113,7 +113,7 @@ func New(cfg Config) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "dair", Title: "dair runtime control plane", Version: cfg.Version},
 		&mcp.ServerOptions{
 			Instructions: "Tools of a dair node: submit and control pipeline runs, manage runtime instances and " +
-				"tenant settings, and read durable history (ledger, trace, replay). Authorization is the node's: " +
+				"tenant settings, read durable history (ledger, trace, replay), and message agents (list, send, publish). Authorization is the node's: " +
 				"a tenant token sees only its tenant; operator or admin tokens are needed for instances, " +
 				"tenants and the shared queue.",
 			Logger: slog.New(zapslog.NewHandler(cfg.Logger.Named("mcp").Core())),

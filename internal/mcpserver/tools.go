@@ -41,6 +41,7 @@ func ToolNames() []string {
 		ToolSubmitRun, ToolGetRun, ToolListRuns, ToolCancelRun, ToolPauseRun, ToolResumeRun,
 		ToolListInstances, ToolPauseInstance, ToolResumeInstance, ToolDrainInstance, ToolDrainSharedQueue,
 		ToolGetTenant, ToolPutTenant, ToolGetLedger, ToolGetTrace, ToolReplayExecution,
+		ToolListAgents, ToolSendAgentMessage, ToolPublishMessage,
 	}
 }
 
@@ -212,6 +213,7 @@ func registerTools(s *mcp.Server, svc *service) {
 		})
 	registerTenantTools(s, svc)
 	registerHistoryTools(s, svc)
+	registerAgentTools(s, svc)
 }
 
 // submitRun is the body of submit_run.

@@ -157,6 +157,7 @@ func (r *clusterRun) startNode(ctx context.Context, mb *member) error {
 	cfg := actors.Config{NodeID: r.opts.NodeID, Store: r.st, Roles: r.opts.Roles, Logger: r.log, System: mb.system, Cluster: mb.m,
 		OnDeclaredDead: func() { once.Do(func() { close(mb.dead) }) }, Instances: r.specs}
 	r.hs.configure(&cfg, mb.system, mb.m, r.st)
+	r.opts.Agents.configure(&cfg)
 	if r.opts.ClusterProfile == string(cluster.ProfileLocal) {
 		cfg.HeartbeatInterval, cfg.HeartbeatTTL, cfg.RecoveryInterval = 250*time.Millisecond, 1500*time.Millisecond, 250*time.Millisecond
 	}
@@ -165,6 +166,9 @@ func (r *clusterRun) startNode(ctx context.Context, mb *member) error {
 		return fmt.Errorf("server: start node: %w", err)
 	}
 	mb.node, mb.dup = node, watchDuplicate(mb.m)
+	if err := r.opts.Agents.subscribe(ctx, node); err != nil {
+		return errors.Join(err, node.Stop(ctx))
+	}
 	r.hs.started(node, r.log)
 	r.h.set(api.New(api.Config{Node: node, Auth: r.verifier, MaxBodyBytes: r.opts.MaxBodyBytes, SSEHeartbeat: r.opts.SSEHeartbeat,
 		Logger: r.log, Ready: r.ready.Load, Cluster: mb.m, Limits: r.opts.limits(), MetricsAuth: r.opts.MetricsAuth}))

@@ -126,6 +126,8 @@ type Options struct {
 
 	// Transport configures the runtime transports (transports.go).
 	Transport TransportOptions
+	// Agents configures agent messaging (agents.go). Default: no built-in agent type.
+	Agents AgentOptions
 }
 
 // DefaultOptions returns the options of a cluster node (`dair node`) with defaults filled in.
@@ -253,6 +255,9 @@ func (o Options) Validate() error {
 		return bad("actor port %d out of range", o.ActorPort)
 	}
 	if err := o.validateSecurity(); err != nil {
+		return bad("%v", err)
+	}
+	if err := o.Agents.validate(); err != nil {
 		return bad("%v", err)
 	}
 	return nil

@@ -73,10 +73,12 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidOptions, err)
 	}
-	node, err := actors.Start(ctx, actors.Config{
+	cfg := actors.Config{
 		NodeID: opts.NodeID, Store: st, Roles: opts.Roles, Logger: log, ActorLogger: logging.ActorLoggerFactory(log),
 		Instances: specs,
-	})
+	}
+	opts.Agents.configure(&cfg)
+	node, err := actors.Start(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("server: start node: %w", err)
 	}
@@ -87,6 +89,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 			err = errors.Join(err, fmt.Errorf("server: stop node: %w", serr))
 		}
 	}()
+	if err := opts.Agents.subscribe(ctx, node); err != nil {
+		return err
+	}
 
 	if opts.PipelinesDir != "" {
 		keys, err := LoadPipelines(ctx, node, opts.PipelinesDir, opts.limits())
