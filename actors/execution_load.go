@@ -25,7 +25,7 @@ func (x *execution) load(c actor.Context) {
 		execID = s.req.ExecutionId
 	}
 	s.env.group.GoTimeout(15*time.Second, func(ctx context.Context) {
-		msg := &execLoaded{inc: inc, executionID: execID, epoch: epoch}
+		msg := &execLoaded{inc: inc, executionID: execID, epoch: epoch, marked: s.marked}
 		msg.err = loadExecution(ctx, s, msg)
 		s.env.system.Root.Send(self, msg)
 	})
@@ -42,9 +42,12 @@ func loadExecution(ctx context.Context, s *execSeed, msg *execLoaded) error {
 		if created, err = activate(ctx, s, msg); err != nil {
 			return err
 		}
+	}
+	if !msg.marked {
 		if err := markRunning(ctx, s, msg.executionID, msg.epoch); err != nil {
 			return err
 		}
+		msg.marked = true
 	}
 	if created != nil {
 		msg.exec = created // fresh: nothing committed yet, no need to read it back
@@ -101,8 +104,10 @@ func activate(ctx context.Context, s *execSeed, msg *execLoaded) (*messages.Exec
 
 // markRunning marks the run running, with the start (or recovery) in its ledger in the same
 // write. The run record is where a dispatch is decided: it is marked only while it is still
-// assigned here, so a dispatch that arrives after the run was requeued (its pump gave up, or
-// recovery found it lost) does not run it a second time.
+// assigned here and names no other execution, so a dispatch that arrives after the run was
+// requeued (its pump gave up, or recovery found it lost) does not run it a second time. A mark
+// that already holds (a retried load whose first write applied but whose answer was lost) is
+// not written again.
 func markRunning(ctx context.Context, s *execSeed, execID string, epoch int64) error {
 	e := s.env
 	kind := messages.KindExecutionStarted
@@ -113,11 +118,19 @@ func markRunning(ctx context.Context, s *execSeed, execID string, epoch int64) e
 		RuntimeInstanceId: s.instanceID, Epoch: epoch, TenantId: s.req.GetSnapshot().GetTenantId(),
 		Reason: reasonFor(kind)}
 	_, appended, err := e.st.UpdateRunAndAppend(ctx, s.req.SharedRunId, func(r *messages.SharedRun) (*messages.LedgerEntry, error) {
-		if messages.IsTerminalRun(r.Status) {
-			return nil, nil
+		switch {
+		case r.ExecutionId != "" && r.ExecutionId != execID:
+			return nil, fmt.Errorf("%w: the run names execution %s", errRunMoved, r.ExecutionId)
+		case messages.IsTerminalRun(r.Status) && r.ExecutionId == "":
+			return nil, fmt.Errorf("%w: the run is %s without this execution", errRunMoved, r.Status)
+		case messages.IsTerminalRun(r.Status):
+			return nil, nil // this execution finished it; the load finalizes again
 		}
 		if err := startableHere(r, s.instanceID); err != nil {
 			return nil, err
+		}
+		if r.Status == messages.RunRunning && r.ExecutionId == execID && r.LocalRunId == s.localRunID {
+			return nil, nil // marked by an earlier attempt of this activation
 		}
 		r.Status = messages.RunRunning
 		r.ExecutionId = execID
@@ -178,6 +191,7 @@ func (x *execution) onLoaded(c actor.Context, m *execLoaded) {
 	if m.epoch != 0 {
 		s.epoch = m.epoch
 	}
+	s.marked = s.marked || m.marked
 	if m.err != nil {
 		if errors.Is(m.err, store.ErrStaleEpoch) || errors.Is(m.err, errRunMoved) || (errors.Is(m.err, store.ErrNotFound) && s.epoch != 0) {
 			x.feed(c, engine.Fenced{Err: m.err})

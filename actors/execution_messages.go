@@ -20,6 +20,10 @@ type execSeed struct {
 	workers     int
 	executionID string
 	epoch       int64
+	// marked is set once the run record names this activation (running, its execution id):
+	// until then every load tries again, so an activation whose first mark failed (the store
+	// went away mid-write) never runs a run that was requeued meanwhile.
+	marked      bool
 	incarnation int
 }
 
@@ -30,6 +34,7 @@ type (
 		inc         int
 		executionID string
 		epoch       int64
+		marked      bool
 		exec        *messages.Execution
 		steps       []*messages.StepState
 		pipe        *compiled
