@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"strconv"
 
 	"github.com/dairuntime/dair/httpapi"
 )
@@ -36,8 +37,27 @@ func (c *Client) GetRun(ctx context.Context, id string) (*httpapi.Run, error) {
 
 // ListRuns lists runs, optionally filtered by tenant and status (GET /v1/runs).
 func (c *Client) ListRuns(ctx context.Context, tenantID, status string) (*httpapi.RunList, error) {
+	return c.QueryRuns(ctx, RunQuery{TenantID: tenantID, Status: status})
+}
+
+// RunQuery filters QueryRuns. Zero fields match everything; Limit 0 is the server's default
+// (1000).
+type RunQuery struct {
+	TenantID string
+	Status   string
+	Pipeline string
+	Limit    int
+}
+
+// QueryRuns lists runs, newest first, filtered by q (GET /v1/runs).
+func (c *Client) QueryRuns(ctx context.Context, q RunQuery) (*httpapi.RunList, error) {
+	limit := ""
+	if q.Limit > 0 {
+		limit = strconv.Itoa(q.Limit)
+	}
+	path := "/v1/runs" + query("tenant_id", q.TenantID, "status", q.Status, "pipeline", q.Pipeline, "limit", limit)
 	var out httpapi.RunList
-	if err := c.do(ctx, http.MethodGet, "/v1/runs"+query("tenant_id", tenantID, "status", status), nil, "", &out); err != nil {
+	if err := c.do(ctx, http.MethodGet, path, nil, "", &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -58,6 +58,12 @@ const (
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeNotImplemented   = "not_implemented"
 	CodeStoreUnavailable = "store_unavailable"
+	// CodeIdempotencyConflict (409) answers a submit whose idempotency key an earlier run of
+	// another pipeline or input holds.
+	CodeIdempotencyConflict = "idempotency_conflict"
+	// CodeInvalidInput (400) answers a submit whose input does not match the pipeline's
+	// input_schema, or lacks a field its templates use.
+	CodeInvalidInput = "invalid_input"
 )
 
 // Run is a shared run with its steps.
@@ -93,6 +99,9 @@ type Step struct {
 	FinishedAt *time.Time      `json:"finished_at"`
 	Output     json.RawMessage `json:"output,omitempty"`
 	Error      string          `json:"error,omitempty"`
+	// Needs lists the steps this one depends on (the pipeline's `needs`), so a client can
+	// draw the run's DAG. Steps are listed in graph order: by level, then by id.
+	Needs []string `json:"needs,omitempty"`
 }
 
 // RunList is the answer of GET /v1/runs.

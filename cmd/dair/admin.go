@@ -27,15 +27,7 @@ func newInstancesCmd(a *app) *cobra.Command {
 			if a.jsonOut() {
 				return a.printJSON(l)
 			}
-			tw := a.table()
-			fmt.Fprintln(tw, "ID\tSTATUS\tTENANT\tISOLATION\tWORKERS\tRUNS\tSLOTS\tQUEUE\tPAUSED\tDRAINING\tHEARTBEAT")
-			for _, i := range l.Instances {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d/%d\t%d\t%d/%d\t%t\t%t\t%s\n", i.RuntimeInstanceID, i.Status,
-					dash(i.TenantID), dash(i.IsolationMode), i.ActiveWorkerCount, i.WorkerCount, i.ActiveRunCount,
-					i.MaxConcurrentRuns, i.AvailableRunSlots, i.QueuedRunCount, i.QueueCapacity, i.IsQueuePaused,
-					i.IsDraining, fmtTime(i.LastHeartbeatAt))
-			}
-			return tw.Flush()
+			return a.printInstances(l.Instances)
 		},
 	}
 	list.Flags().StringVar(&tenant, "tenant", "", "only instances visible to this tenant")

@@ -161,13 +161,16 @@ func newRunsCmd(a *app) *cobra.Command {
 			return a.printRun(run)
 		},
 	}
-	var tenant, status string
+	var q client.RunQuery
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "list runs, newest first",
 		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := a.client().ListRuns(cmd.Context(), tenant, status)
+			if q.Limit < 0 {
+				return usagef("--limit must not be negative")
+			}
+			l, err := a.client().QueryRuns(cmd.Context(), q)
 			if err != nil {
 				return err
 			}
@@ -183,8 +186,10 @@ func newRunsCmd(a *app) *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	list.Flags().StringVar(&tenant, "tenant", "", "only runs of this tenant")
-	list.Flags().StringVar(&status, "status", "", "only runs with this status")
+	list.Flags().StringVar(&q.TenantID, "tenant", "", "only runs of this tenant")
+	list.Flags().StringVar(&q.Status, "status", "", "only runs with this status")
+	list.Flags().StringVar(&q.Pipeline, "pipeline", "", "only runs of this pipeline key")
+	list.Flags().IntVar(&q.Limit, "limit", 0, "at most this many runs, newest first (0: the server's cap, 1000)")
 	cmd.AddCommand(get, list)
 	for _, op := range []string{client.OpCancel, client.OpPause, client.OpResume} {
 		cmd.AddCommand(&cobra.Command{
@@ -234,7 +239,7 @@ func (a *app) printRun(r *httpapi.Run) error {
 	for _, s := range r.Steps {
 		d := "-"
 		if s.StartedAt != nil && s.FinishedAt != nil {
-			d = s.FinishedAt.Sub(*s.StartedAt).Round(time.Millisecond).String()
+			d = progress.FormatDuration(s.FinishedAt.Sub(*s.StartedAt))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.ID, s.Status, s.Attempts, d, dash(oneLine(s.Error)))
 	}

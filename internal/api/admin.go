@@ -83,12 +83,16 @@ func (s *server) listTenants(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, out)
 }
 
-// getTenant handles GET /v1/tenants/{id}: a tenant may read its own settings. An unknown
-// tenant answers its default (shared) settings.
+// getTenant handles GET /v1/tenants/{id}: a tenant may read its own settings. A tenant that
+// was never put answers 404 (it still submits, as shared: see CONTRACT.md).
 func (s *server) getTenant(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if err := requireTenant(r, id); err != nil {
 		s.fail(w, r, err)
+		return
+	}
+	if _, err := s.node.Store().GetTenant(r.Context(), id); err != nil {
+		s.fail(w, r, notFoundAs(err, "tenant", id))
 		return
 	}
 	t, err := s.node.GetTenant(r.Context(), id)

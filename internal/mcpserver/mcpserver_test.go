@@ -121,6 +121,11 @@ func TestHTTPHandler_CallTool_tenantRunAndHistory(t *testing.T) {
 	var list httpapi.RunList
 	mcptest.CallOK(t, acme, mcpserver.ToolListRuns, map[string]any{"status": "succeeded"}, &list)
 	require.Len(t, list.Runs, 2)
+	never := mcptest.Call(t, acme, mcpserver.ToolGetTenant, map[string]any{"tenant_id": "acme"})
+	require.True(t, never.IsError, "a tenant that was never put is not found: %s", mcptest.Text(never))
+	require.Contains(t, mcptest.Text(never), "HTTP 404")
+	admin := mcptest.ConnectHTTP(t, url, n.Token(t, "ops", auth.RoleAdmin))
+	mcptest.CallOK(t, admin, mcpserver.ToolPutTenant, map[string]any{"tenant_id": "acme", "isolation_mode": "shared"}, nil)
 	var ten httpapi.Tenant
 	mcptest.CallOK(t, acme, mcpserver.ToolGetTenant, map[string]any{"tenant_id": "acme"}, &ten)
 	require.Equal(t, messages.IsolationShared, ten.IsolationMode)

@@ -244,7 +244,7 @@ func submitRun(ctx context.Context, c *client.Client, in SubmitRunInput) (any, s
 
 // registerTenantTools adds get_tenant and put_tenant.
 func registerTenantTools(s *mcp.Server, svc *service) {
-	add(s, svc, tool(ToolGetTenant, "Get a tenant's isolation settings. An unknown tenant reads as shared.", true, false),
+	add(s, svc, tool(ToolGetTenant, "Get a tenant's isolation settings. A tenant that was never put is not found (it still submits, as shared).", true, false),
 		func(ctx context.Context, c *client.Client, in TenantInput) (any, string, error) {
 			if err := need("tenant_id", in.TenantID); err != nil {
 				return nil, "", err

@@ -172,6 +172,10 @@ func nonEmpty(s, def string) string {
 	return s
 }
 
+// FormatDuration formats a step's duration for people: rounded to milliseconds, or to
+// microseconds below one millisecond, so that a fast step does not read "0s".
+func FormatDuration(d time.Duration) string { return roundDuration(d).String() }
+
 // roundDuration rounds to milliseconds, or to microseconds below one millisecond.
 func roundDuration(d time.Duration) time.Duration {
 	if d < time.Millisecond {

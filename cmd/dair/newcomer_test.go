@@ -1,0 +1,96 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dairuntime/dair/testkit"
+)
+
+func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }
+
+// diamond's steps sort by id as a, b, join, root; by graph level they are root, a, b, join.
+const diamondYAML = `
+key: diamond
+steps:
+  - id: root
+    uses: echo
+    with: {value: r}
+  - id: b
+    uses: echo
+    needs: [root]
+    with: {value: b}
+  - id: a
+    uses: echo
+    needs: [root]
+    with: {value: a}
+  - id: join
+    uses: echo
+    needs: [a, b]
+    with: {value: j}
+`
+
+func TestDair_Errors_hints(t *testing.T) {
+	n := startInproc(t)
+	cases := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantErr  []string
+	}{
+		{"unknown pipeline", []string{"submit", "nosuch", "--tenant", "a"}, 1,
+			[]string{`pipeline "nosuch" not found`, `run "dair pipelines list"`}},
+		{"unknown run", []string{"runs", "get", "nosuch"}, 1, []string{`run "nosuch" not found`, `run "dair runs list"`}},
+		{"tenant never put", []string{"tenants", "get", "nosuch"}, 1, []string{`tenant "nosuch" not found`, `"dair tenants list"`}},
+		{"pipeline without key", []string{"pipelines", "get", "nosuch"}, 1, []string{`run "dair pipelines list"`}},
+		{"not a cluster", []string{"cluster", "members"}, 1, []string{"not a cluster member"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := n.cli(t, tc.args...)
+			require.Equal(t, tc.wantCode, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+			require.Equal(t, 1, strings.Count(r.stderr, "\n"), "one error line: %q", r.stderr)
+			for _, w := range tc.wantErr {
+				require.Contains(t, r.stderr, w)
+			}
+			require.NotContains(t, r.stderr, "actors:")
+			require.NotContains(t, r.stderr, "store:")
+		})
+	}
+}
+
+func TestDair_Runs_getGraphOrderYAMLAndLimit(t *testing.T) {
+	n := startInproc(t)
+	n.put(t, diamondYAML)
+	n.put(t, testkit.ThreeStepPipeline)
+	var id string
+	for i := 0; i < 3; i++ {
+		r := n.cli(t, "submit", "diamond", "--tenant", "acme", "--wait")
+		require.Equal(t, 0, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+		id = strings.Fields(r.stdout)[1] // "run ID submitted"
+	}
+	r := n.cli(t, "runs", "get", id)
+	require.Equal(t, 0, r.code, r.stderr)
+	table := r.stdout[strings.Index(r.stdout, "STEP"):]
+	var order []string
+	for _, line := range strings.Split(strings.TrimSpace(table), "\n")[1:] {
+		order = append(order, strings.Fields(line)[0])
+	}
+	require.Equal(t, []string{"root", "a", "b", "join"}, order, "steps in graph order:\n%s", table)
+	require.NotRegexp(t, `succeeded\s+1\s+0s`, table, "an echo step takes microseconds, not 0s")
+
+	r = n.cli(t, "runs", "get", id, "-o", "yaml")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "shared_run_id: "+id)
+	require.Contains(t, r.stdout, "needs:\n      - a\n      - b")
+
+	r = n.cli(t, "runs", "list", "--limit", "2", "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 2, strings.Count(r.stdout, `"shared_run_id"`), r.stdout)
+	r = n.cli(t, "runs", "list", "--pipeline", "three")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 1, strings.Count(strings.TrimSpace(r.stdout), "\n")+1, "header only:\n%s", r.stdout)
+}
