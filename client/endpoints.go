@@ -198,3 +198,22 @@ func (c *Client) DrainQueue(ctx context.Context) (*httpapi.DrainResponse, error)
 	}
 	return &out, nil
 }
+
+// CheckPipeline replays the last (the server's default, 100, when 0) recent executions of
+// key against the definition src without storing it (POST /v1/pipelines/{key}/check). A
+// divergence is not an error: check PipelineCheck.Divergent.
+func (c *Client) CheckPipeline(ctx context.Context, key string, src []byte, last int) (*httpapi.PipelineCheck, error) {
+	ct := "application/yaml"
+	if trimmed := bytes.TrimSpace(src); len(trimmed) > 0 && trimmed[0] == '{' {
+		ct = "application/json"
+	}
+	q := ""
+	if last > 0 {
+		q = query("last", strconv.Itoa(last))
+	}
+	var out httpapi.PipelineCheck
+	if err := c.do(ctx, http.MethodPost, "/v1/pipelines/"+esc(key)+"/check"+q, bytes.NewReader(src), ct, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

@@ -229,6 +229,15 @@ type Pipeline struct {
 	Hash      string    `json:"hash"`
 	CreatedAt time.Time `json:"created_at"`
 	Source    string    `json:"source,omitempty"`
+	// Description is the pipeline's description.
+	Description string `json:"description,omitempty"`
+	// Steps is the number of steps.
+	Steps int `json:"steps,omitempty"`
+	// InputSchema is the JSON Schema run inputs must match (absent when none is declared).
+	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+	// Warnings (PUT only) are problems that do not prevent storing the pipeline, such as
+	// templates that use input fields while no input_schema lets submit check them.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // PipelineList is the answer of GET /v1/pipelines.
@@ -299,4 +308,20 @@ type ClusterMember struct {
 type MemberList struct {
 	Self    string          `json:"self"`
 	Members []ClusterMember `json:"members"`
+}
+
+// CheckDivergence is one place where an execution would diverge from a new definition.
+type CheckDivergence struct {
+	ExecutionID string `json:"execution_id"`
+	StepID      string `json:"step_id"`
+	Reason      string `json:"reason"`
+}
+
+// PipelineCheck is the answer of POST /v1/pipelines/{key}/check: how many recent executions
+// of the key were replayed against the posted definition, and every divergence found (empty
+// when the new definition is compatible with all of them).
+type PipelineCheck struct {
+	Key       string            `json:"key"`
+	Checked   int               `json:"checked"`
+	Divergent []CheckDivergence `json:"divergent"`
 }

@@ -2,13 +2,11 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/dairuntime/dair/client"
 	"github.com/dairuntime/dair/httpapi"
-	"github.com/dairuntime/dair/internal/dag"
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -237,17 +235,16 @@ func newPipelinesCmd(a *app) *cobra.Command {
 		Short: "store a pipeline definition (YAML or JSON)",
 		Args:  exactArgs("FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			src, err := os.ReadFile(args[0])
+			src, p, err := readPipelineFile(args[0])
 			if err != nil {
-				return usagef("read pipeline file: %v", err)
-			}
-			p, err := dag.Parse(src)
-			if err != nil {
-				return usagef("%s: %v", args[0], err)
+				return err
 			}
 			out, err := a.client().PutPipeline(cmd.Context(), p.Key, src)
 			if err != nil {
 				return err
+			}
+			for _, w := range out.Warnings {
+				fmt.Fprintf(a.stderr, "dair: warning: %s\n", w)
 			}
 			if a.jsonOut() {
 				return a.printJSON(out)
@@ -269,9 +266,10 @@ func newPipelinesCmd(a *app) *cobra.Command {
 				return a.printJSON(l)
 			}
 			tw := a.table()
-			fmt.Fprintln(tw, "KEY\tHASH\tCREATED")
+			fmt.Fprintln(tw, "KEY\tHASH\tSTEPS\tINPUT_SCHEMA\tCREATED\tDESCRIPTION")
 			for _, p := range l.Pipelines {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Key, short(p.Hash), fmtTime(p.CreatedAt))
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%t\t%s\t%s\n", p.Key, short(p.Hash), p.Steps, len(p.InputSchema) > 0,
+					fmtTime(p.CreatedAt), dash(oneLine(p.Description)))
 			}
 			return tw.Flush()
 		},
@@ -292,7 +290,7 @@ func newPipelinesCmd(a *app) *cobra.Command {
 			return err
 		},
 	}
-	cmd.AddCommand(put, list, get)
+	cmd.AddCommand(put, list, get, newPipelinesCheckCmd(a))
 	return cmd
 }
 

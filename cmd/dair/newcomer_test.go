@@ -94,3 +94,60 @@ func TestDair_Runs_getGraphOrderYAMLAndLimit(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, 1, strings.Count(strings.TrimSpace(r.stdout), "\n")+1, "header only:\n%s", r.stdout)
 }
+
+func TestDair_Check_pipelinesCheck(t *testing.T) {
+	n := startInproc(t)
+	n.put(t, diamondYAML)
+	for i := 0; i < 2; i++ {
+		r := n.cli(t, "submit", "diamond", "--tenant", "acme", "--wait")
+		require.Equal(t, 0, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+	dir := t.TempDir()
+	same := dir + "/same.yaml"
+	require.NoError(t, writeFile(same, diamondYAML+"    retry: {max_attempts: 2}\n"))
+	r := n.cli(t, "pipelines", "check", same)
+	require.Equal(t, 0, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	require.Contains(t, r.stdout, "2 recent execution(s) checked, none would diverge")
+
+	changed := dir + "/changed.yaml"
+	require.NoError(t, writeFile(changed, strings.Replace(diamondYAML, "{value: j}", "{value: J}", 1)))
+	r = n.cli(t, "pipelines", "check", changed, "--last", "1")
+	require.Equal(t, 1, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	require.Contains(t, r.stdout, "with-changed")
+	require.Contains(t, r.stdout, "1 of 1 recent execution(s) would diverge")
+
+	r = n.cli(t, "pipelines", "check", changed, "-o", "json")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"checked": 2`)
+	require.Contains(t, r.stdout, `"step_id": "join"`)
+
+	nokey := dir + "/nokey.yaml"
+	require.NoError(t, writeFile(nokey, "steps:\n  - id: a\n    uses: echo\n"))
+	for _, sub := range []string{"check", "put"} {
+		r = n.cli(t, "pipelines", sub, nokey)
+		require.Equal(t, 2, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+		require.Contains(t, r.stderr, "missing_key")
+		require.NotContains(t, r.stderr, "no route")
+	}
+}
+
+func TestDair_Submit_inputSchema(t *testing.T) {
+	n := startInproc(t)
+	dir := t.TempDir()
+	plain := dir + "/three.yaml"
+	require.NoError(t, writeFile(plain, testkit.ThreeStepPipeline))
+	r := n.cli(t, "pipelines", "put", plain)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "dair: warning: step \"a\" uses .input.name")
+
+	n.put(t, "key: greet\ninput_schema: {type: object, required: [name], properties: {name: {type: string}}}\n"+
+		"steps:\n  - id: hello\n    uses: echo\n    with: {value: \"hello {{ .input.name }}\"}\n")
+	r = n.cli(t, "submit", "greet", "--tenant", "acme", "--input", `{"name":1}`)
+	require.Equal(t, 2, r.code, "bad input is exit 2: stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	require.Contains(t, r.stderr, `at "/name"`)
+	r = n.cli(t, "submit", "greet", "--tenant", "acme", "--input", `{"name":"ada"}`, "--wait")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = n.cli(t, "pipelines", "list")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `greet\s+\S+\s+1\s+true`, r.stdout)
+}

@@ -193,7 +193,9 @@ func (s *server) putPipeline(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, pipelineFromMessage(pv, true))
+	out := s.pipelineView(r, pv, true)
+	out.Warnings = parsed.InputWarnings()
+	s.writeJSON(w, http.StatusOK, out)
 }
 
 // listPipelines handles GET /v1/pipelines.
@@ -209,7 +211,7 @@ func (s *server) listPipelines(w http.ResponseWriter, r *http.Request) {
 	}
 	out := httpapi.PipelineList{Pipelines: make([]httpapi.Pipeline, 0, len(ps))}
 	for _, p := range ps {
-		out.Pipelines = append(out.Pipelines, pipelineFromMessage(p, false))
+		out.Pipelines = append(out.Pipelines, s.pipelineView(r, p, false))
 	}
 	s.writeJSON(w, http.StatusOK, out)
 }
@@ -225,5 +227,5 @@ func (s *server) getPipeline(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, notFoundAs(err, "pipeline", r.PathValue("key")))
 		return
 	}
-	s.writeJSON(w, http.StatusOK, pipelineFromMessage(pv, true))
+	s.writeJSON(w, http.StatusOK, s.pipelineView(r, pv, true))
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dairuntime/dair/httpapi"
@@ -108,3 +109,62 @@ func mustJSON(t *testing.T, b []byte, out any) {
 		t.Fatalf("decode %s: %v", b, err)
 	}
 }
+
+const greetSchema = `
+key: greet
+input_schema:
+  type: object
+  required: [name]
+  properties:
+    name: {type: string}
+steps:
+  - id: hello
+    uses: echo
+    with: {value: "hello {{ .input.name }}"}
+`
+
+func TestServer_SubmitRun_inputSchema(t *testing.T) {
+	f := newFixture(t, false, nil)
+	var put httpapi.Pipeline
+	f.call("PUT", "/v1/pipelines/greet", greetSchema, http.StatusOK, &put)
+	if len(put.Warnings) != 0 || string(put.InputSchema) == "" || put.Steps != 1 {
+		t.Fatalf("put = %+v", put)
+	}
+	for _, tc := range []struct{ body, wantMsg string }{
+		{`{"pipeline":"greet"}`, `no input given`},
+		{`{"pipeline":"greet","input":{}}`, `at \"/name\"`},
+		{`{"pipeline":"greet","input":{"name":3}}`, `want string`},
+	} {
+		b := f.call("POST", "/v1/runs", tc.body, http.StatusBadRequest, nil)
+		var eb httpapi.ErrorBody
+		mustJSON(t, b, &eb)
+		if eb.Error.Code != httpapi.CodeInvalidInput || !contains(string(b), tc.wantMsg) {
+			t.Fatalf("POST %s = %s, want invalid_input with %s", tc.body, b, tc.wantMsg)
+		}
+	}
+	var l httpapi.RunList
+	f.call("GET", "/v1/runs", "", http.StatusOK, &l)
+	if len(l.Runs) != 0 {
+		t.Fatalf("refused inputs created runs: %+v", l.Runs)
+	}
+	run := f.waitRun(f.submit(`{"pipeline":"greet","input":{"name":"ada"}}`).SharedRunID, isFinal)
+	if run.Status != "succeeded" {
+		t.Fatalf("valid input: %+v", run)
+	}
+}
+
+func TestServer_PutPipeline_inputWarnings(t *testing.T) {
+	f := newFixture(t, false, nil)
+	var put httpapi.Pipeline
+	f.call("PUT", "/v1/pipelines/three", threeStep, http.StatusOK, &put)
+	if len(put.Warnings) == 0 || !contains(put.Warnings[0], ".input.name") {
+		t.Fatalf("warnings = %q", put.Warnings)
+	}
+	var got httpapi.Pipeline
+	f.call("GET", "/v1/pipelines/three", "", http.StatusOK, &got)
+	if len(got.Warnings) != 0 {
+		t.Fatalf("GET carries PUT's warnings: %+v", got)
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -51,6 +51,9 @@ func (s *server) submit(r *http.Request, req httpapi.SubmitRequest, sessionID st
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkSubmitInput(r, req.Pipeline, normInput(req.Input)); err != nil {
+		return nil, err
+	}
 	run, err := s.node.Submit(r.Context(), actors.SubmitRequest{Pipeline: req.Pipeline, Input: normInput(req.Input),
 		Snapshot: snap, CorrelationID: req.CorrelationID, IdempotencyKey: req.IdempotencyKey, SessionID: sessionID})
 	if errors.Is(err, actors.ErrUnknownPipeline) {
