@@ -41,5 +41,5 @@ func Example() {
 		return
 	}
 	fmt.Println(len(res.Tools), "tools, first:", res.Tools[0].Name)
-	// Output: 16 tools, first: cancel_run
+	// Output: 18 tools, first: cancel_run
 }

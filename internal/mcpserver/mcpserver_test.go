@@ -30,7 +30,7 @@ func TestHTTPHandler_ListTools_allWithSchemas(t *testing.T) {
 	for _, tl := range res.Tools {
 		byName[tl.Name] = tl
 	}
-	require.Len(t, byName, 16)
+	require.Len(t, byName, 18)
 	required := map[string][]string{
 		mcpserver.ToolSubmitRun: {"pipeline"}, mcpserver.ToolGetRun: {"shared_run_id"},
 		mcpserver.ToolCancelRun: {"shared_run_id"}, mcpserver.ToolPauseRun: {"shared_run_id"},
@@ -40,6 +40,7 @@ func TestHTTPHandler_ListTools_allWithSchemas(t *testing.T) {
 		mcpserver.ToolGetTenant: {"tenant_id"}, mcpserver.ToolPutTenant: {"tenant_id", "isolation_mode"},
 		mcpserver.ToolGetLedger: {"execution_id"}, mcpserver.ToolGetTrace: {"execution_id"},
 		mcpserver.ToolReplayExecution: {"execution_id"},
+		mcpserver.ToolListPipelines: nil, mcpserver.ToolGetPipeline: {"key"},
 	}
 	require.ElementsMatch(t, mcpserver.ToolNames(), func() []string {
 		var names []string
