@@ -40,7 +40,7 @@ func TestHTTPHandler_ListTools_allWithSchemas(t *testing.T) {
 		mcpserver.ToolGetTenant: {"tenant_id"}, mcpserver.ToolPutTenant: {"tenant_id", "isolation_mode"},
 		mcpserver.ToolGetLedger: {"execution_id"}, mcpserver.ToolGetTrace: {"execution_id"},
 		mcpserver.ToolReplayExecution: {"execution_id"},
-		mcpserver.ToolListPipelines: nil, mcpserver.ToolGetPipeline: {"key"},
+		mcpserver.ToolListPipelines:   nil, mcpserver.ToolGetPipeline: {"key"},
 	}
 	require.ElementsMatch(t, mcpserver.ToolNames(), func() []string {
 		var names []string
