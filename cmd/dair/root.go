@@ -123,7 +123,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newTenantsCmd(a), newExecutionsCmd(a), newPipelinesCmd(a), newQueueCmd(a), newTokenCmd(a), newMCPCmd(a),
 		newDemoCmd(a),
 	)
-	root.AddCommand(newClusterCmd(a))
+	root.AddCommand(newClusterCmd(a), newStandinCmd(a))
 	wrapRunE(root)
 	return root
 }
