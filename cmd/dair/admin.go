@@ -25,7 +25,7 @@ func newInstancesCmd(a *app) *cobra.Command {
 			if a.jsonOut() {
 				return a.printJSON(l)
 			}
-			return a.printInstances(l.Instances)
+			return a.printInstances(l.Instances, a.clusterMode(cmd.Context()))
 		},
 	}
 	list.Flags().StringVar(&tenant, "tenant", "", "only instances visible to this tenant")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -38,13 +39,9 @@ func newClusterCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// printInstances prints capacity descriptors as a table; the NODE column (the node hosting
-// each instance) is shown when any instance names one, as in cluster mode.
-func (a *app) printInstances(insts []httpapi.Instance) error {
-	withNode := false
-	for _, i := range insts {
-		withNode = withNode || i.NodeID != ""
-	}
+// printInstances prints capacity descriptors as a table. In cluster mode (withNode) a NODE
+// column names the node hosting each instance (its host id: the node's --node-id).
+func (a *app) printInstances(insts []httpapi.Instance, withNode bool) error {
 	tw := a.table()
 	head := "ID\tSTATUS\tTENANT\tISOLATION\tWORKERS\tRUNS\tSLOTS\tQUEUE\tPAUSED\tDRAINING\tHEARTBEAT"
 	if withNode {
@@ -54,7 +51,7 @@ func (a *app) printInstances(insts []httpapi.Instance) error {
 	for _, i := range insts {
 		id := i.RuntimeInstanceID
 		if withNode {
-			id += "\t" + dash(i.NodeID)
+			id += "\t" + dash(i.HostID)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d/%d\t%d\t%d/%d\t%t\t%t\t%s\n", id, i.Status,
 			dash(i.TenantID), dash(i.IsolationMode), i.ActiveWorkerCount, i.WorkerCount, i.ActiveRunCount,
@@ -62,4 +59,10 @@ func (a *app) printInstances(insts []httpapi.Instance) error {
 			i.IsDraining, fmtTime(i.LastHeartbeatAt))
 	}
 	return tw.Flush()
+}
+
+// clusterMode reports whether the node is a cluster member (GET /v1/cluster/members answers).
+func (a *app) clusterMode(ctx context.Context) bool {
+	_, err := a.client().Members(ctx)
+	return err == nil
 }

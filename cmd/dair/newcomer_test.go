@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/testkit"
 )
 
@@ -150,4 +151,16 @@ func TestDair_Submit_inputSchema(t *testing.T) {
 	r = n.cli(t, "pipelines", "list")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Regexp(t, `greet\s+\S+\s+1\s+true`, r.stdout)
+}
+
+func TestApp_printInstances_nodeColumn(t *testing.T) {
+	var out strings.Builder
+	a := &app{stdout: &out}
+	require.NoError(t, a.printInstances([]httpapi.Instance{{RuntimeInstanceID: "ri-1", HostID: "h", Status: "ready"}}, false))
+	require.NotContains(t, out.String(), "NODE", "a single node has no NODE column")
+	out.Reset()
+	require.NoError(t, a.printInstances([]httpapi.Instance{{RuntimeInstanceID: "ri-1", HostID: "n1", Status: "ready"},
+		{RuntimeInstanceID: "ri-2", HostID: "n2", Status: "ready"}}, true))
+	require.Regexp(t, `(?m)^ID\s+NODE\s+STATUS`, out.String())
+	require.Regexp(t, `(?m)^ri-2\s+n2\s+ready`, out.String())
 }
