@@ -325,3 +325,15 @@ type PipelineCheck struct {
 	Checked   int               `json:"checked"`
 	Divergent []CheckDivergence `json:"divergent"`
 }
+
+// Whoami is the answer of GET /v1/whoami: the caller as the node sees it. With auth none the
+// caller is "anonymous" with the admin role and no tenant.
+type Whoami struct {
+	Subject   string     `json:"subject"`
+	TenantID  string     `json:"tenant_id,omitempty"`
+	OrgID     string     `json:"org_id,omitempty"`
+	Roles     []string   `json:"roles"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// Auth is "jwt" when tokens are verified, "none" otherwise.
+	Auth string `json:"auth"`
+}

@@ -168,3 +168,44 @@ func TestServer_PutPipeline_inputWarnings(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func TestServer_Whoami(t *testing.T) {
+	f := newFixture(t, true, nil)
+	var who httpapi.Whoami
+	f.as(mintToken(t, "acme", "tenant")).call("GET", "/v1/whoami", "", http.StatusOK, &who)
+	if who.TenantID != "acme" || who.Subject != "user-acme" || !slices.Equal(who.Roles, []string{"tenant"}) ||
+		who.Auth != "jwt" || who.ExpiresAt == nil {
+		t.Fatalf("whoami = %+v", who)
+	}
+	f.callErr("GET", "/v1/whoami", "", http.StatusUnauthorized, httpapi.CodeUnauthenticated)
+	open := newFixture(t, false, nil)
+	open.call("GET", "/v1/whoami", "", http.StatusOK, &who)
+	if who.Auth != "none" || !slices.Equal(who.Roles, []string{"admin"}) {
+		t.Fatalf("whoami without auth = %+v", who)
+	}
+}
+
+func TestServer_CheckPipeline(t *testing.T) {
+	f := newFixture(t, false, nil)
+	f.putPipeline(diamond)
+	run := f.waitRun(f.submit(`{"pipeline":"diamond"}`).SharedRunID, isFinal)
+	var res httpapi.PipelineCheck
+	f.call("POST", "/v1/pipelines/diamond/check", diamond, http.StatusOK, &res)
+	if res.Key != "diamond" || res.Checked != 1 || len(res.Divergent) != 0 {
+		t.Fatalf("same definition: %+v", res)
+	}
+	removed := strings.Replace(diamond, "  - id: join\n    uses: echo\n    needs: [a, b]\n    with: {value: j}\n", "", 1)
+	f.call("POST", "/v1/pipelines/diamond/check?last=5", removed, http.StatusOK, &res)
+	if len(res.Divergent) != 1 || res.Divergent[0].StepID != "join" || res.Divergent[0].ExecutionID != run.ExecutionID ||
+		!strings.HasPrefix(res.Divergent[0].Reason, "step-removed") {
+		t.Fatalf("removed step: %+v", res)
+	}
+	f.callErr("POST", "/v1/pipelines/other/check", diamond, http.StatusBadRequest, httpapi.CodeBadRequest)
+	f.callErr("POST", "/v1/pipelines/diamond/check?last=0", diamond, http.StatusBadRequest, httpapi.CodeBadRequest)
+	f.callErr("POST", "/v1/pipelines/diamond/check", "key: diamond\nsteps: []\n", http.StatusBadRequest, httpapi.CodeInvalidPipeline)
+	var got httpapi.Pipeline
+	f.call("GET", "/v1/pipelines/diamond", "", http.StatusOK, &got)
+	if !strings.Contains(got.Source, "join") {
+		t.Fatal("check stored the definition")
+	}
+}
