@@ -7,6 +7,7 @@ import (
 
 	"github.com/dairuntime/dair/client"
 	"github.com/dairuntime/dair/httpapi"
+	"github.com/dairuntime/dair/internal/tracetree"
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -175,9 +176,10 @@ func newExecutionsCmd(a *app) *cobra.Command {
 			return tw.Flush()
 		},
 	}
+	var flatTrace bool
 	trace := &cobra.Command{
 		Use:   "trace ID",
-		Short: "print an execution's trace spans",
+		Short: "print an execution's trace as a tree: steps with their attempts, and control-plane events",
 		Args:  exactArgs("ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tr, err := a.client().Trace(cmd.Context(), args[0])
@@ -187,6 +189,9 @@ func newExecutionsCmd(a *app) *cobra.Command {
 			if a.jsonOut() {
 				return a.printJSON(tr)
 			}
+			if !flatTrace {
+				return tracetree.Render(a.stdout, tr.Spans)
+			}
 			tw := a.table()
 			fmt.Fprintln(tw, "NAME\tKIND\tSTART\tDURATION")
 			for _, s := range tr.Spans {
@@ -195,6 +200,7 @@ func newExecutionsCmd(a *app) *cobra.Command {
 			return tw.Flush()
 		},
 	}
+	trace.Flags().BoolVar(&flatTrace, "flat", false, "print the spans as a flat table instead of a tree")
 	replay := &cobra.Command{
 		Use:   "replay ID",
 		Short: "replay an execution against its history; exits 1 on divergence",

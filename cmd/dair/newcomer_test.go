@@ -164,3 +164,37 @@ func TestApp_printInstances_nodeColumn(t *testing.T) {
 	require.Regexp(t, `(?m)^ID\s+NODE\s+STATUS`, out.String())
 	require.Regexp(t, `(?m)^ri-2\s+n2\s+ready`, out.String())
 }
+
+func TestDair_Completion_pipelinesAndRuns(t *testing.T) {
+	n := startInproc(t)
+	n.put(t, diamondYAML)
+	r := n.cli(t, "submit", "diamond", "--tenant", "acme")
+	require.Equal(t, 0, r.code, r.stderr)
+	id := strings.TrimSpace(r.stdout)
+	r = n.cli(t, "__complete", "submit", "")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "diamond")
+	r = n.cli(t, "__complete", "runs", "watch", "")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, id+"\tdiamond")
+	r = n.cli(t, "completion", "bash")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "bash completion")
+}
+
+func TestDair_Trace_tree(t *testing.T) {
+	n := startInproc(t)
+	n.put(t, diamondYAML)
+	r := n.cli(t, "submit", "diamond", "--tenant", "acme", "--wait", "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	id := strings.Fields(strings.SplitN(r.stdout, `"shared_run_id": "`, 2)[1])[0]
+	id = strings.TrimSuffix(id, `",`)
+	r = n.cli(t, "executions", "trace", id)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^run \S+ run_succeeded`, r.stdout)
+	require.Regexp(t, `(?m)^├── \+\S+\s+step root `, r.stdout)
+	require.Regexp(t, `(?m)^│   └── \+\S+\s+attempt 1 succeeded`, r.stdout)
+	r = n.cli(t, "executions", "trace", id, "--flat")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "NAME")
+}

@@ -124,6 +124,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newDemoCmd(a),
 	)
 	root.AddCommand(newClusterCmd(a), newStandinCmd(a))
+	wireCompletion(a, root)
 	wrapRunE(root)
 	return root
 }
