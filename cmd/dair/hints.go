@@ -43,7 +43,7 @@ func apiHint(ce *client.Error, cmdPath string) string {
 		{"dair pipelines", `run "dair pipelines list" to see the stored pipelines`},
 		{"dair tenants", `run "dair tenants list" to see the tenants that were put, or "dair tenants put ID --isolation shared"`},
 		{"dair instances", `run "dair instances list" to see the runtime instances`},
-		{"dair cluster", `this node is not a cluster member (started with "dair dev"?)`},
+		{"dair cluster", `cluster commands need a node started with "dair node" (dair dev runs a single node)`},
 	} {
 		if strings.HasPrefix(cmdPath, c.prefix) {
 			return c.list

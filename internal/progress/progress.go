@@ -116,7 +116,7 @@ func (p *Printer) finished(e httpapi.LedgerEntry, verb, detail string) error {
 	}
 	msg := fmt.Sprintf("%s step %s %s", counter, e.StepID, verb)
 	if start, ok := p.started[e.StepID]; ok && !start.IsZero() && !e.At.IsZero() {
-		msg += " " + roundDuration(e.At.Sub(start)).String()
+		msg += " " + FormatDuration(e.At.Sub(start))
 	}
 	if detail != "" {
 		msg += " " + detail
@@ -190,8 +190,14 @@ func nonEmpty(s, def string) string {
 }
 
 // FormatDuration formats a step's duration for people: rounded to milliseconds, or to
-// microseconds below one millisecond, so that a fast step does not read "0s".
-func FormatDuration(d time.Duration) string { return roundDuration(d).String() }
+// microseconds below one millisecond, so that a fast step does not read "0s"; a zero duration
+// (both ends recorded at the same instant) reads "<1ms".
+func FormatDuration(d time.Duration) string {
+	if d <= 0 {
+		return "<1ms"
+	}
+	return roundDuration(d).String()
+}
 
 // roundDuration rounds to milliseconds, or to microseconds below one millisecond.
 func roundDuration(d time.Duration) time.Duration {

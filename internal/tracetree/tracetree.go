@@ -92,9 +92,9 @@ func stepText(id string, st *node, last httpapi.Span) string {
 	n := len(st.children)
 	total := last.End.Sub(st.at)
 	if n == 1 {
-		return fmt.Sprintf("step %s %s", id, dur(total))
+		return fmt.Sprintf("step %s %s", id, length(total))
 	}
-	return fmt.Sprintf("step %s %d attempts, %s", id, n, dur(total))
+	return fmt.Sprintf("step %s %d attempts, %s", id, n, length(total))
 }
 
 // attempt is the line of one step attempt.
@@ -103,7 +103,7 @@ func attempt(s httpapi.Span) string {
 	if open, _ := s.Attributes["open"].(bool); open {
 		status = "unfinished"
 	}
-	text := fmt.Sprintf("attempt %v %s %s", s.Attributes["attempt"], status, dur(s.End.Sub(s.Start)))
+	text := fmt.Sprintf("attempt %v %s %s", s.Attributes["attempt"], status, length(s.End.Sub(s.Start)))
 	if inst, _ := s.Attributes["runtime_instance_id"].(string); inst != "" {
 		text += " on " + inst
 	}
@@ -139,10 +139,22 @@ func write(b *strings.Builder, children []*node, prefix string, start time.Time)
 
 // dur formats a duration to milliseconds, or microseconds below one millisecond.
 func dur(d time.Duration) string {
+	if d == 0 {
+		return "0s"
+	}
 	if d < time.Millisecond && d > -time.Millisecond {
 		return d.Round(time.Microsecond).String()
 	}
 	return d.Round(time.Millisecond).String()
+}
+
+// length formats how long something took: dur, but "<1ms" for a zero length (both ends
+// recorded at the same instant).
+func length(d time.Duration) string {
+	if d == 0 {
+		return "<1ms"
+	}
+	return dur(d)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
