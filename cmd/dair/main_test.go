@@ -273,6 +273,8 @@ func TestDair_Usage_exitCodes(t *testing.T) {
 		{"bad output format", []string{"-o", "xml", "version"}, 2, "unknown output format", ""},
 		{"yaml output", []string{"-o", "yaml", "version"}, 0, "", "version: "},
 		{"version flag", []string{"--version"}, 0, "", "dair "},
+		{"dev help names the host-mode value", []string{"dev", "--help"}, 0, "", "--host-mode string"},
+		{"pipelines check bad last", []string{down, "pipelines", "check", "x.yaml", "--last", "0"}, 2, "--last", ""},
 		{"server without scheme", []string{"--server", strings.TrimPrefix(down, "--server=http://"), "runs", "get", "x"}, 1,
 			`is a node running at http://`, ""},
 		{"server bad scheme", []string{"--server", "ftp://h", "runs", "list"}, 2, "--server", ""},
