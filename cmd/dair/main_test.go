@@ -292,7 +292,7 @@ func TestDair_Usage_exitCodes(t *testing.T) {
 		{"dev non-loopback without auth", []string{"dev", "--data", t.TempDir(), "--http", "0.0.0.0:0"}, 2, "loopback", ""},
 		{"dev bad pipeline dir", []string{"dev", "--data", t.TempDir(), "--http", testkit.FreeAddr(t), "--pipelines", badPipes,
 			"--log-level", "error"}, 2, "x.yaml", ""},
-		{"dev host mode process", []string{"dev", "--data", t.TempDir(), "--host-mode", "process"}, 2, "needs a redis store", ""},
+		{"dev host mode process", []string{"dev", "--data", t.TempDir(), "--host-mode", "process"}, 2, `needs a cluster ("dair node`, ""},
 		{"node host mode kubernetes", []string{"node", "--store", "redis://127.0.0.1:1/0", "--bind", "127.0.0.1:0",
 			"--host-mode", "kubernetes"}, 2, "not implemented in this build", ""},
 		{"node bad instance settings", []string{"node", "--store", "bolt://" + filepath.Join(t.TempDir(), "d.db"),

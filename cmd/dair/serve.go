@@ -34,6 +34,10 @@ func newDevCmd(a *app) *cobra.Command {
 			"answers 200. With --auth none (the default) it serves on a loopback address only.",
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.HostMode == server.HostProcess {
+				return usagef(`dev runs one node on the embedded store, so it cannot start process hosts: ` +
+					`--host-mode process needs a cluster ("dair node --store redis://HOST:PORT/DB --bind HOST:PORT --host-mode process")`)
+			}
 			o.LogOutput = a.stderr
 			return server.Run(cmd.Context(), o)
 		},
