@@ -44,8 +44,14 @@ func (e *InputError) Error() string {
 func (e *InputError) Is(target error) bool { return target == ErrBadInput }
 
 // compileInputSchema compiles an input_schema document (a JSON-like value). It reads nothing
-// else: no files, no network.
-func compileInputSchema(doc any) (*jsonschema.Schema, error) {
+// else: no files, no network. The compiler is third-party code fed with user input, so a
+// panic inside it becomes an error.
+func compileInputSchema(doc any) (sch *jsonschema.Schema, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			sch, err = nil, fmt.Errorf("schema compiler failed: %v", r)
+		}
+	}()
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return nil, err
@@ -85,7 +91,7 @@ func (p *Pipeline) CheckInput(input []byte) error {
 			return &InputError{Detail: fmt.Sprintf("not JSON: %v", err)}
 		}
 	}
-	if err := sch.Validate(v); err != nil {
+	if err := validate(sch, v); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
 			return schemaInputError(ve, v == nil)
@@ -100,6 +106,16 @@ func (p *Pipeline) CheckInput(input []byte) error {
 			r.StepID, strings.Join(r.Path, "."), r.Field)}
 	}
 	return nil
+}
+
+// validate runs the schema validator, turning a panic inside it into an error.
+func validate(sch *jsonschema.Schema, v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("schema validator failed: %v", r)
+		}
+	}()
+	return sch.Validate(v)
 }
 
 // inputSchema returns the compiled input_schema, compiling it once.
