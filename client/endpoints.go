@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"strconv"
 
 	"github.com/dairuntime/dair/httpapi"
 )
@@ -36,8 +37,27 @@ func (c *Client) GetRun(ctx context.Context, id string) (*httpapi.Run, error) {
 
 // ListRuns lists runs, optionally filtered by tenant and status (GET /v1/runs).
 func (c *Client) ListRuns(ctx context.Context, tenantID, status string) (*httpapi.RunList, error) {
+	return c.QueryRuns(ctx, RunQuery{TenantID: tenantID, Status: status})
+}
+
+// RunQuery filters QueryRuns. Zero fields match everything; Limit 0 is the server's default
+// (1000).
+type RunQuery struct {
+	TenantID string
+	Status   string
+	Pipeline string
+	Limit    int
+}
+
+// QueryRuns lists runs, newest first, filtered by q (GET /v1/runs).
+func (c *Client) QueryRuns(ctx context.Context, q RunQuery) (*httpapi.RunList, error) {
+	limit := ""
+	if q.Limit > 0 {
+		limit = strconv.Itoa(q.Limit)
+	}
+	path := "/v1/runs" + query("tenant_id", q.TenantID, "status", q.Status, "pipeline", q.Pipeline, "limit", limit)
 	var out httpapi.RunList
-	if err := c.do(ctx, http.MethodGet, "/v1/runs"+query("tenant_id", tenantID, "status", status), nil, "", &out); err != nil {
+	if err := c.do(ctx, http.MethodGet, path, nil, "", &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -174,6 +194,25 @@ func (c *Client) ListPipelines(ctx context.Context) (*httpapi.PipelineList, erro
 func (c *Client) DrainQueue(ctx context.Context) (*httpapi.DrainResponse, error) {
 	var out httpapi.DrainResponse
 	if err := c.do(ctx, http.MethodPost, "/v1/queue/drain", nil, "", &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// CheckPipeline replays the last (the server's default, 100, when 0) recent executions of
+// key against the definition src without storing it (POST /v1/pipelines/{key}/check). A
+// divergence is not an error: check PipelineCheck.Divergent.
+func (c *Client) CheckPipeline(ctx context.Context, key string, src []byte, last int) (*httpapi.PipelineCheck, error) {
+	ct := "application/yaml"
+	if trimmed := bytes.TrimSpace(src); len(trimmed) > 0 && trimmed[0] == '{' {
+		ct = "application/json"
+	}
+	q := ""
+	if last > 0 {
+		q = query("last", strconv.Itoa(last))
+	}
+	var out httpapi.PipelineCheck
+	if err := c.do(ctx, http.MethodPost, "/v1/pipelines/"+esc(key)+"/check"+q, bytes.NewReader(src), ct, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

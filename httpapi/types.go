@@ -58,6 +58,12 @@ const (
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeNotImplemented   = "not_implemented"
 	CodeStoreUnavailable = "store_unavailable"
+	// CodeIdempotencyConflict (409) answers a submit whose idempotency key an earlier run of
+	// another pipeline or input holds.
+	CodeIdempotencyConflict = "idempotency_conflict"
+	// CodeInvalidInput (400) answers a submit whose input does not match the pipeline's
+	// input_schema, or lacks a field its templates use.
+	CodeInvalidInput = "invalid_input"
 )
 
 // Run is a shared run with its steps.
@@ -93,6 +99,9 @@ type Step struct {
 	FinishedAt *time.Time      `json:"finished_at"`
 	Output     json.RawMessage `json:"output,omitempty"`
 	Error      string          `json:"error,omitempty"`
+	// Needs lists the steps this one depends on (the pipeline's `needs`), so a client can
+	// draw the run's DAG. Steps are listed in graph order: by level, then by id.
+	Needs []string `json:"needs,omitempty"`
 }
 
 // RunList is the answer of GET /v1/runs.
@@ -220,6 +229,15 @@ type Pipeline struct {
 	Hash      string    `json:"hash"`
 	CreatedAt time.Time `json:"created_at"`
 	Source    string    `json:"source,omitempty"`
+	// Description is the pipeline's description.
+	Description string `json:"description,omitempty"`
+	// Steps is the number of steps.
+	Steps int `json:"steps,omitempty"`
+	// InputSchema is the JSON Schema run inputs must match (absent when none is declared).
+	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+	// Warnings (PUT only) are problems that do not prevent storing the pipeline, such as
+	// templates that use input fields while no input_schema lets submit check them.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // PipelineList is the answer of GET /v1/pipelines.
@@ -290,4 +308,32 @@ type ClusterMember struct {
 type MemberList struct {
 	Self    string          `json:"self"`
 	Members []ClusterMember `json:"members"`
+}
+
+// CheckDivergence is one place where an execution would diverge from a new definition.
+type CheckDivergence struct {
+	ExecutionID string `json:"execution_id"`
+	StepID      string `json:"step_id"`
+	Reason      string `json:"reason"`
+}
+
+// PipelineCheck is the answer of POST /v1/pipelines/{key}/check: how many recent executions
+// of the key were replayed against the posted definition, and every divergence found (empty
+// when the new definition is compatible with all of them).
+type PipelineCheck struct {
+	Key       string            `json:"key"`
+	Checked   int               `json:"checked"`
+	Divergent []CheckDivergence `json:"divergent"`
+}
+
+// Whoami is the answer of GET /v1/whoami: the caller as the node sees it. With auth none the
+// caller is "anonymous" with the admin role and no tenant.
+type Whoami struct {
+	Subject   string     `json:"subject"`
+	TenantID  string     `json:"tenant_id,omitempty"`
+	OrgID     string     `json:"org_id,omitempty"`
+	Roles     []string   `json:"roles"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// Auth is "jwt" when tokens are verified, "none" otherwise.
+	Auth string `json:"auth"`
 }

@@ -2,13 +2,11 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/dairuntime/dair/client"
 	"github.com/dairuntime/dair/httpapi"
-	"github.com/dairuntime/dair/internal/dag"
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -27,15 +25,7 @@ func newInstancesCmd(a *app) *cobra.Command {
 			if a.jsonOut() {
 				return a.printJSON(l)
 			}
-			tw := a.table()
-			fmt.Fprintln(tw, "ID\tSTATUS\tTENANT\tISOLATION\tWORKERS\tRUNS\tSLOTS\tQUEUE\tPAUSED\tDRAINING\tHEARTBEAT")
-			for _, i := range l.Instances {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d/%d\t%d\t%d/%d\t%t\t%t\t%s\n", i.RuntimeInstanceID, i.Status,
-					dash(i.TenantID), dash(i.IsolationMode), i.ActiveWorkerCount, i.WorkerCount, i.ActiveRunCount,
-					i.MaxConcurrentRuns, i.AvailableRunSlots, i.QueuedRunCount, i.QueueCapacity, i.IsQueuePaused,
-					i.IsDraining, fmtTime(i.LastHeartbeatAt))
-			}
-			return tw.Flush()
+			return a.printInstances(l.Instances, a.clusterMode(cmd.Context()))
 		},
 	}
 	list.Flags().StringVar(&tenant, "tenant", "", "only instances visible to this tenant")
@@ -185,26 +175,7 @@ func newExecutionsCmd(a *app) *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	trace := &cobra.Command{
-		Use:   "trace ID",
-		Short: "print an execution's trace spans",
-		Args:  exactArgs("ID"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			tr, err := a.client().Trace(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			if a.jsonOut() {
-				return a.printJSON(tr)
-			}
-			tw := a.table()
-			fmt.Fprintln(tw, "NAME\tKIND\tSTART\tDURATION")
-			for _, s := range tr.Spans {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.Kind, s.Start.UTC().Format("15:04:05.000"), s.End.Sub(s.Start))
-			}
-			return tw.Flush()
-		},
-	}
+	trace := newTraceCmd(a)
 	replay := &cobra.Command{
 		Use:   "replay ID",
 		Short: "replay an execution against its history; exits 1 on divergence",
@@ -245,17 +216,16 @@ func newPipelinesCmd(a *app) *cobra.Command {
 		Short: "store a pipeline definition (YAML or JSON)",
 		Args:  exactArgs("FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			src, err := os.ReadFile(args[0])
+			src, p, err := readPipelineFile(args[0])
 			if err != nil {
-				return usagef("read pipeline file: %v", err)
-			}
-			p, err := dag.Parse(src)
-			if err != nil {
-				return usagef("%s: %v", args[0], err)
+				return err
 			}
 			out, err := a.client().PutPipeline(cmd.Context(), p.Key, src)
 			if err != nil {
 				return err
+			}
+			for _, w := range out.Warnings {
+				fmt.Fprintf(a.stderr, "dair: warning: %s\n", w)
 			}
 			if a.jsonOut() {
 				return a.printJSON(out)
@@ -277,9 +247,10 @@ func newPipelinesCmd(a *app) *cobra.Command {
 				return a.printJSON(l)
 			}
 			tw := a.table()
-			fmt.Fprintln(tw, "KEY\tHASH\tCREATED")
+			fmt.Fprintln(tw, "KEY\tHASH\tSTEPS\tINPUT_SCHEMA\tCREATED\tDESCRIPTION")
 			for _, p := range l.Pipelines {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Key, short(p.Hash), fmtTime(p.CreatedAt))
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%t\t%s\t%s\n", p.Key, short(p.Hash), p.Steps, len(p.InputSchema) > 0,
+					fmtTime(p.CreatedAt), dash(oneLine(p.Description)))
 			}
 			return tw.Flush()
 		},
@@ -300,7 +271,7 @@ func newPipelinesCmd(a *app) *cobra.Command {
 			return err
 		},
 	}
-	cmd.AddCommand(put, list, get)
+	cmd.AddCommand(put, list, get, newPipelinesCheckCmd(a))
 	return cmd
 }
 

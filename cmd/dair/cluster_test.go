@@ -530,6 +530,16 @@ func TestCluster_killedNodeRejoinsAndGetsWork(t *testing.T) {
 		}
 	}
 	require.Greater(t, got, 0, "the restarted node received no work (instances on n2: %v)", onN2)
+
+	// The CLI lists the members and names each instance's node.
+	members := dair(t, "--server", pc.Node(0).URL(), "cluster", "members")
+	require.Equal(t, 0, members.code, members.stderr)
+	require.Regexp(t, `(?m)^n1\s`, members.stdout)
+	require.Regexp(t, `(?m)^n2\s`, members.stdout)
+	insts := dair(t, "--server", pc.Node(0).URL(), "instances", "list")
+	require.Equal(t, 0, insts.code, insts.stderr)
+	require.Regexp(t, `(?m)^ID\s+NODE\s`, insts.stdout)
+	require.Regexp(t, `(?m)^t\d-runtime-\S+\s+n2\s`, insts.stdout)
 }
 
 // TestCluster_partitionedNodeRunsMoveAndItRejoins: the node holding the most executions is cut

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+
 	"github.com/spf13/cobra"
 
 	"github.com/dairuntime/dair/internal/demo"
@@ -16,11 +18,25 @@ func newDemoCmd(a *app) *cobra.Command {
 			"three tenants, simulates a crash mid-run (closes the store under the running node, then stops it in\n" +
 			"process) and starts a new node on the same store, replays an execution and prints a summary.\n" +
 			"It exits 0 only if every run succeeded, every interrupted run resumed without running a committed\n" +
-			"step again, and the replay did not diverge.",
+			"step again, and the replay did not diverge. With -o json (or yaml) the report goes to stderr and stdout\n" +
+			"gets {ok, error, runs: [...]}.",
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Out = a.stdout
-			return demo.Run(cmd.Context(), o)
+			if !a.jsonOut() {
+				return demo.Run(cmd.Context(), o)
+			}
+			// The narrated report goes to stderr, the outcome to stdout.
+			var res demo.Result
+			o.Out, o.Result = a.stderr, &res
+			err := demo.Run(cmd.Context(), o)
+			if perr := a.printJSON(res); perr != nil {
+				return errors.Join(err, perr)
+			}
+			if err != nil {
+				return &quietError{msg: err.Error()}
+			}
+			return nil
 		},
 	}
 	fs := cmd.Flags()

@@ -99,7 +99,7 @@ func (s *sseStream) next(t *testing.T) (ev sseEvent, ok bool) {
 			if have {
 				return ev, true
 			}
-		case strings.HasPrefix(line, ":"):
+		case strings.HasPrefix(line, ":"), strings.HasPrefix(line, "retry: "):
 		case strings.HasPrefix(line, "id: "):
 			ev.id, err = strconv.ParseInt(line[len("id: "):], 10, 64)
 			require.NoError(t, err, line)

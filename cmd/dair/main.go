@@ -40,14 +40,22 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
 	code := exitCode(err)
 	var quiet *quietError
 	if !errors.As(err, &quiet) {
-		fmt.Fprintf(stderr, "dair: %s\n", oneLine(err.Error()))
+		msg := oneLine(err.Error())
+		path := ""
+		if cmd != nil {
+			path = cmd.CommandPath()
+		}
+		if h := hintFor(err, path, a.server); h != "" {
+			msg += "; " + h
+		}
+		fmt.Fprintf(stderr, "dair: %s\n", msg)
 	}
 	return code
 }

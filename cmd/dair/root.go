@@ -20,6 +20,7 @@ var version = ""
 const (
 	outTable = "table"
 	outJSON  = "json"
+	outYAML  = "yaml"
 )
 
 // app holds the global flags and the process streams shared by every command.
@@ -32,17 +33,40 @@ type app struct {
 	output string
 }
 
+// checkServer normalizes --server (a bare HOST:PORT gets http://) when the command line or
+// DAIR_SERVER set it; an unusable address is bad usage.
+func (a *app) checkServer(cmd *cobra.Command) error {
+	if f := cmd.Flags().Lookup("server"); (f == nil || !f.Changed) && os.Getenv("DAIR_SERVER") == "" {
+		return nil
+	}
+	u, err := client.NormalizeBaseURL(a.server)
+	if err != nil {
+		return usagef("--server: %v", err)
+	}
+	a.server = u
+	return nil
+}
+
 // client returns an API client for the --server and --token flags.
 func (a *app) client() *client.Client { return client.New(a.server, a.token) }
 
-// jsonOut reports whether -o json was given.
-func (a *app) jsonOut() bool { return a.output == outJSON }
+// jsonOut reports whether a machine-readable format was asked for (-o json or -o yaml).
+func (a *app) jsonOut() bool { return a.output == outJSON || a.output == outYAML }
 
-// printJSON writes v as indented JSON to stdout.
+// printJSON writes v to stdout as indented JSON, or as YAML with -o yaml (the same fields
+// and order as the JSON).
 func (a *app) printJSON(v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode json: %w", err)
+	}
+	if a.output == outYAML {
+		y, err := jsonToYAML(b)
+		if err != nil {
+			return err
+		}
+		_, err = a.stdout.Write(y)
+		return err
 	}
 	_, err = fmt.Fprintln(a.stdout, string(b))
 	return err
@@ -79,17 +103,19 @@ func newRootCmd(a *app) *cobra.Command {
 		Short:         "dair runs durable multi-tenant AI pipelines",
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		PersistentPreRunE: func(*cobra.Command, []string) error {
-			if a.output != outTable && a.output != outJSON {
-				return usagef("unknown output format %q (want table or json)", a.output)
+		Version:       versionString(),
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if a.output != outTable && a.output != outJSON && a.output != outYAML {
+				return usagef("unknown output format %q (want table, json or yaml)", a.output)
 			}
-			return nil
+			return a.checkServer(cmd)
 		},
 	}
+	root.SetVersionTemplate("dair {{.Version}}\n")
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.server, "server", envOr("DAIR_SERVER", "http://127.0.0.1:8080"), "dair node URL (env DAIR_SERVER)")
 	pf.StringVar(&a.token, "token", os.Getenv("DAIR_TOKEN"), "bearer token (env DAIR_TOKEN)")
-	pf.StringVarP(&a.output, "output", "o", outTable, "output format: table or json")
+	pf.StringVarP(&a.output, "output", "o", outTable, "output format: table, json or yaml")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
 
 	root.AddCommand(
@@ -97,6 +123,8 @@ func newRootCmd(a *app) *cobra.Command {
 		newTenantsCmd(a), newExecutionsCmd(a), newPipelinesCmd(a), newQueueCmd(a), newTokenCmd(a), newMCPCmd(a),
 		newDemoCmd(a), newChaosCmd(a), newAgentsCmd(a),
 	)
+	root.AddCommand(newClusterCmd(a), newStandinCmd(a))
+	wireCompletion(a, root)
 	wrapRunE(root)
 	return root
 }

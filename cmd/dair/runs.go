@@ -14,7 +14,6 @@ import (
 	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/dag"
 	"github.com/dairuntime/dair/internal/progress"
-	"github.com/dairuntime/dair/messages"
 )
 
 func newSubmitCmd(a *app) *cobra.Command {
@@ -27,7 +26,8 @@ func newSubmitCmd(a *app) *cobra.Command {
 		Use:   "submit PIPELINE",
 		Short: "submit a run and print its shared run id",
 		Long: "submit posts a run of PIPELINE. --input is JSON or @FILE. With --wait it follows the run's events,\n" +
-			"shows step progress and exits 0 only if the run succeeded.",
+			"shows step progress (and what a queued run waits for) and exits 0 only if the run succeeded. Ctrl-C\n" +
+			"stops following, not the run: \"dair runs watch ID\" re-attaches.",
 		Args: exactArgs("PIPELINE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Pipeline = args[0]
@@ -51,7 +51,7 @@ func newSubmitCmd(a *app) *cobra.Command {
 				_, err := fmt.Fprintln(a.stdout, sub.SharedRunID)
 				return err
 			}
-			return a.follow(cmd, c, sub)
+			return a.follow(cmd, c, sub.SharedRunID, true)
 		},
 	}
 	fs := cmd.Flags()
@@ -85,45 +85,6 @@ func readInput(s string) (json.RawMessage, error) {
 	return json.RawMessage(b), nil
 }
 
-// follow streams the run's progress and prints the final summary; it fails (exit 1) unless
-// the run succeeded.
-func (a *app) follow(cmd *cobra.Command, c *client.Client, sub *httpapi.SubmitResponse) error {
-	ctx := cmd.Context()
-	progOut, live := a.stdout, isTerminal(a.stdout)
-	if a.jsonOut() {
-		progOut, live = a.stderr, false
-	} else if _, err := fmt.Fprintf(a.stdout, "run %s submitted\n", sub.SharedRunID); err != nil {
-		return err
-	}
-	total := 0
-	if run, err := c.GetRun(ctx, sub.SharedRunID); err == nil {
-		total = pipelineSteps(cmd, c, run.Pipeline)
-	}
-	prog := progress.New(progOut, total, live)
-	run, err := c.Follow(ctx, sub.SharedRunID, prog.Event)
-	if err != nil {
-		return err
-	}
-	if a.jsonOut() {
-		if err := a.printJSON(run); err != nil {
-			return err
-		}
-	} else if err := prog.Summary(run); err != nil {
-		return err
-	}
-	if run.Status != messages.RunSucceeded {
-		msg := fmt.Sprintf("run %s %s", run.SharedRunID, run.Status)
-		if run.FailureReason != "" {
-			msg += ": " + run.FailureReason
-		}
-		if a.jsonOut() {
-			return fmt.Errorf("%s", msg)
-		}
-		return &quietError{msg: msg}
-	}
-	return nil
-}
-
 // pipelineSteps returns the number of steps of a pipeline's latest version, 0 if unknown.
 func pipelineSteps(cmd *cobra.Command, c *client.Client, key string) int {
 	p, err := c.GetPipeline(cmd.Context(), key)
@@ -149,11 +110,15 @@ func isTerminal(w io.Writer) bool {
 
 func newRunsCmd(a *app) *cobra.Command {
 	cmd := group("runs", "run status and control")
+	var watchGet bool
 	get := &cobra.Command{
 		Use:   "get ID",
 		Short: "show a run and its steps",
 		Args:  exactArgs("ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if watchGet {
+				return a.follow(cmd, a.client(), args[0], false)
+			}
 			run, err := a.client().GetRun(cmd.Context(), args[0])
 			if err != nil {
 				return err
@@ -161,13 +126,17 @@ func newRunsCmd(a *app) *cobra.Command {
 			return a.printRun(run)
 		},
 	}
-	var tenant, status string
+	get.Flags().BoolVarP(&watchGet, "watch", "w", false, "follow the run to its end, like runs watch")
+	var q client.RunQuery
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "list runs, newest first",
 		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := a.client().ListRuns(cmd.Context(), tenant, status)
+			if q.Limit < 0 {
+				return usagef("--limit must not be negative")
+			}
+			l, err := a.client().QueryRuns(cmd.Context(), q)
 			if err != nil {
 				return err
 			}
@@ -183,9 +152,11 @@ func newRunsCmd(a *app) *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	list.Flags().StringVar(&tenant, "tenant", "", "only runs of this tenant")
-	list.Flags().StringVar(&status, "status", "", "only runs with this status")
-	cmd.AddCommand(get, list)
+	list.Flags().StringVar(&q.TenantID, "tenant", "", "only runs of this tenant")
+	list.Flags().StringVar(&q.Status, "status", "", "only runs with this status")
+	list.Flags().StringVar(&q.Pipeline, "pipeline", "", "only runs of this pipeline key")
+	list.Flags().IntVar(&q.Limit, "limit", 0, "at most this many runs, newest first (0: the server's cap, 1000)")
+	cmd.AddCommand(get, list, newRunsWatchCmd(a))
 	for _, op := range []string{client.OpCancel, client.OpPause, client.OpResume} {
 		cmd.AddCommand(&cobra.Command{
 			Use:   op + " ID",
@@ -234,7 +205,7 @@ func (a *app) printRun(r *httpapi.Run) error {
 	for _, s := range r.Steps {
 		d := "-"
 		if s.StartedAt != nil && s.FinishedAt != nil {
-			d = s.FinishedAt.Sub(*s.StartedAt).Round(time.Millisecond).String()
+			d = progress.FormatDuration(s.FinishedAt.Sub(*s.StartedAt))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.ID, s.Status, s.Attempts, d, dash(oneLine(s.Error)))
 	}

@@ -17,7 +17,7 @@ func addServingFlags(fs *pflag.FlagSet, o *server.Options, defaultAuth string) {
 	fs.StringVar(&o.JWTIssuer, "jwt-issuer", "", "require this issuer as every token's iss claim (with --auth jwt)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&o.LogFormat, "log-format", "console", "log format: json or console")
-	fs.StringVar(&o.HostMode, "host-mode", server.HostFixture, "how scale-out creates runtime hosts: fixture, process (child `dair node` processes; needs --store redis:// and --bind) or attach")
+	fs.StringVar(&o.HostMode, "host-mode", server.HostFixture, "how scale-out creates runtime hosts: fixture, process (child \"dair node\" processes; needs --store redis:// and --bind, so not with dev) or attach")
 	fs.StringVar(&o.PipelinesDir, "pipelines", "", "directory of pipeline files (*.yaml, *.yml, *.json) loaded at start")
 	fs.StringVar(&o.NodeID, "node-id", "", "node id (default: the host name)")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "bound of the graceful shutdown")
@@ -35,6 +35,10 @@ func newDevCmd(a *app) *cobra.Command {
 			"answers 200. With --auth none (the default) it serves on a loopback address only.",
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.HostMode == server.HostProcess {
+				return usagef(`dev runs one node on the embedded store, so it cannot start process hosts: ` +
+					`--host-mode process needs a cluster ("dair node --store redis://HOST:PORT/DB --bind HOST:PORT --host-mode process")`)
+			}
 			o.LogOutput = a.stderr
 			return server.Run(cmd.Context(), o)
 		},

@@ -83,12 +83,16 @@ func (s *server) listTenants(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, out)
 }
 
-// getTenant handles GET /v1/tenants/{id}: a tenant may read its own settings. An unknown
-// tenant answers its default (shared) settings.
+// getTenant handles GET /v1/tenants/{id}: a tenant may read its own settings. A tenant that
+// was never put answers 404 (it still submits, as shared: see CONTRACT.md).
 func (s *server) getTenant(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if err := requireTenant(r, id); err != nil {
 		s.fail(w, r, err)
+		return
+	}
+	if _, err := s.node.Store().GetTenant(r.Context(), id); err != nil {
+		s.fail(w, r, notFoundAs(err, "tenant", id))
 		return
 	}
 	t, err := s.node.GetTenant(r.Context(), id)
@@ -189,7 +193,9 @@ func (s *server) putPipeline(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, pipelineFromMessage(pv, true))
+	out := s.pipelineView(r, pv, true)
+	out.Warnings = parsed.InputWarnings()
+	s.writeJSON(w, http.StatusOK, out)
 }
 
 // listPipelines handles GET /v1/pipelines.
@@ -205,7 +211,7 @@ func (s *server) listPipelines(w http.ResponseWriter, r *http.Request) {
 	}
 	out := httpapi.PipelineList{Pipelines: make([]httpapi.Pipeline, 0, len(ps))}
 	for _, p := range ps {
-		out.Pipelines = append(out.Pipelines, pipelineFromMessage(p, false))
+		out.Pipelines = append(out.Pipelines, s.pipelineView(r, p, false))
 	}
 	s.writeJSON(w, http.StatusOK, out)
 }
@@ -221,5 +227,5 @@ func (s *server) getPipeline(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, notFoundAs(err, "pipeline", r.PathValue("key")))
 		return
 	}
-	s.writeJSON(w, http.StatusOK, pipelineFromMessage(pv, true))
+	s.writeJSON(w, http.StatusOK, s.pipelineView(r, pv, true))
 }

@@ -25,6 +25,7 @@ func TestServer_Auth_authenticationAndRoles(t *testing.T) {
 		"roles": []string{"tenant"}, "exp": exp}))
 
 	admin.putPipeline(threeStep)
+	admin.call("PUT", "/v1/tenants/acme", `{"isolation_mode":"shared"}`, http.StatusOK, nil)
 	acmeRun := acme.submit(`{"pipeline":"three","input":{"name":"a"}}`)
 	run := acme.waitRun(acmeRun.SharedRunID, isFinal)
 	if run.TenantID != "acme" {

@@ -61,6 +61,7 @@ func TestServer_Endpoints_statusMatrix(t *testing.T) {
 
 	admin.putPipeline(threeStep)
 	admin.putPipeline(veryLong)
+	admin.call("PUT", "/v1/tenants/acme", `{"isolation_mode":"shared"}`, http.StatusOK, nil)
 	done := acme.waitRun(acme.submit(`{"pipeline":"three","input":{"name":"m"}}`).SharedRunID, isFinal)
 	if done.Status != "succeeded" {
 		t.Fatalf("setup run = %+v", done)
@@ -165,7 +166,7 @@ func TestServer_Endpoints_statusMatrix(t *testing.T) {
 		{"tenants", operator, "GET", "/v1/tenants", "", 200, ""},
 		{"tenants missing role", acme, "GET", "/v1/tenants", "", 403, httpapi.CodeForbidden},
 		{"tenant own", acme, "GET", "/v1/tenants/acme", "", 200, ""},
-		{"tenant unknown is the default", admin, "GET", "/v1/tenants/nobody", "", 200, ""},
+		{"tenant never put is 404", admin, "GET", "/v1/tenants/nobody", "", 404, httpapi.CodeNotFound},
 		{"tenant cross-tenant", globex, "GET", "/v1/tenants/acme", "", 403, httpapi.CodeForbidden},
 		{"tenant missing role", viewer, "GET", "/v1/tenants/acme", "", 403, httpapi.CodeForbidden},
 		{"put tenant", admin, "PUT", "/v1/tenants/spare", `{"isolation_mode":"shared"}`, 200, ""},

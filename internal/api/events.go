@@ -17,6 +17,10 @@ import (
 // final without a terminal entry after the resume point (a Last-Event-ID past the end).
 const terminalGrace = 2 * time.Second
 
+// sseRetry is the reconnection delay an event stream asks EventSource clients to wait
+// (its `retry:` field, in milliseconds) before reconnecting with Last-Event-ID.
+const sseRetry = 1000
+
 // isTerminalKind reports whether a ledger kind ends a run's event stream.
 func isTerminalKind(kind string) bool {
 	return kind == messages.KindRunSucceeded || kind == messages.KindRunFailed || kind == messages.KindRunCancelled
@@ -72,6 +76,9 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, runID string, af
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	if _, err := fmt.Fprintf(w, "retry: %d\n\n", sseRetry); err != nil {
+		return
+	}
 	flush := func() bool {
 		if err := rc.Flush(); err != nil {
 			s.log.Debug("api: flush event stream", zap.Error(err))

@@ -39,6 +39,9 @@ func TestServer_Events_resumeWithLastEventID(t *testing.T) {
 				}
 				got = append(got, ev)
 			}
+			if first.retry != "1000" {
+				t.Fatalf("stream retry field = %q, want 1000 (ms before an EventSource reconnects)", first.retry)
+			}
 			first.close()
 			rest := tt.resume(f, path, got[len(got)-1].ID).readAll()
 			got = append(got, rest...)

@@ -226,6 +226,8 @@ type sseReader struct {
 	t    *testing.T
 	resp *http.Response
 	br   *bufio.Reader
+	// retry is the value of the stream's last `retry:` field.
+	retry string
 }
 
 func (f *fixture) openStream(method, path, body string, hdr ...string) *sseReader {
@@ -282,6 +284,8 @@ func (s *sseReader) next() (sseEvent, bool) {
 				s.t.Fatalf("bad id line %q", line)
 			}
 			ev.ID, have = id, true
+		case strings.HasPrefix(line, "retry: "):
+			s.retry = strings.TrimPrefix(line, "retry: ")
 		case strings.HasPrefix(line, "event: "):
 			ev.Kind, have = strings.TrimPrefix(line, "event: "), true
 		case strings.HasPrefix(line, "data: "):

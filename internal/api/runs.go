@@ -42,8 +42,16 @@ func (s *server) submit(r *http.Request, req httpapi.SubmitRequest, sessionID st
 			return nil, badRequest("api: input: %v", err)
 		}
 	}
+	key, err := idempotencyKey(r, req.IdempotencyKey)
+	if err != nil {
+		return nil, err
+	}
+	req.IdempotencyKey = key
 	snap, err := s.submitSnapshot(r, req.TenantID, req.CorrelationID)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkSubmitInput(r, req.Pipeline, normInput(req.Input)); err != nil {
 		return nil, err
 	}
 	run, err := s.node.Submit(r.Context(), actors.SubmitRequest{Pipeline: req.Pipeline, Input: normInput(req.Input),
@@ -51,7 +59,10 @@ func (s *server) submit(r *http.Request, req httpapi.SubmitRequest, sessionID st
 	if errors.Is(err, actors.ErrUnknownPipeline) {
 		return nil, &httpError{status: http.StatusNotFound, code: httpapi.CodeUnknownPipeline, msg: fmt.Sprintf("api: pipeline %q not found", req.Pipeline)}
 	}
-	return run, err
+	if err != nil {
+		return nil, err
+	}
+	return run, checkReplayedSubmit(run, req)
 }
 
 // submitRun handles POST /v1/runs.
@@ -102,7 +113,9 @@ func (s *server) runView(r *http.Request, run *messages.SharedRun) (httpapi.Run,
 	if err := s.fillStartedAt(r, run, steps); err != nil {
 		return httpapi.Run{}, err
 	}
-	return runFromMessage(run, steps), nil
+	v := runFromMessage(run, steps)
+	s.orderSteps(r, &v)
+	return v, nil
 }
 
 // fillStartedAt sets the start time of steps whose committed state lacks one from the last
@@ -152,11 +165,12 @@ func (s *server) getRun(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, v)
 }
 
-// listRuns handles GET /v1/runs?tenant_id=&status=&limit=. A caller with only the tenant role
-// sees its own tenant's runs; asking for another tenant is a 403.
+// listRuns handles GET /v1/runs?tenant_id=&status=&pipeline=&limit=. A caller with only the
+// tenant role sees its own tenant's runs; asking for another tenant is a 403.
 func (s *server) listRuns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := store.RunFilter{TenantID: q.Get("tenant_id"), Status: q.Get("status")}
+	pipeline := q.Get("pipeline")
 	if f.Status != "" && !runStatuses[f.Status] {
 		s.fail(w, r, badRequest("api: unknown run status %q", f.Status))
 		return
@@ -181,7 +195,7 @@ func (s *server) listRuns(w http.ResponseWriter, r *http.Request) {
 		}
 		f.TenantID = c.TenantID
 	}
-	runs, err := s.node.ListRuns(r.Context(), f)
+	runs, err := s.listRunsOf(r, f, pipeline)
 	if err != nil {
 		s.fail(w, r, err)
 		return

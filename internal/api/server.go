@@ -125,6 +125,8 @@ func New(cfg Config) http.Handler {
 	v1("PUT /v1/pipelines/{key}", s.putPipeline)
 	v1("GET /v1/pipelines", s.listPipelines)
 	v1("GET /v1/pipelines/{key}", s.getPipeline)
+	v1("POST /v1/pipelines/{key}/check", s.checkPipeline)
+	v1("GET /v1/whoami", s.whoami)
 
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		s.writeJSON(w, http.StatusOK, httpapi.Health{Status: "ok"})

@@ -151,11 +151,8 @@ func TestServer_Tenants_happyPath(t *testing.T) {
 	if got != put {
 		t.Fatalf("get = %+v, want %+v", got, put)
 	}
-	var unknown httpapi.Tenant
-	f.call("GET", "/v1/tenants/nobody", "", http.StatusOK, &unknown)
-	if unknown.IsolationMode != "shared" || unknown.RuntimeInstanceIDPrefix != "runtime-instance" {
-		t.Fatalf("unknown tenant = %+v", unknown)
-	}
+	// A tenant that was never put is not found (it still submits, as shared).
+	f.callErr("GET", "/v1/tenants/nobody", "", http.StatusNotFound, httpapi.CodeNotFound)
 	var l httpapi.TenantList
 	f.call("GET", "/v1/tenants", "", http.StatusOK, &l)
 	if len(l.Tenants) != 1 || l.Tenants[0].TenantID != "acme" {

@@ -25,6 +25,13 @@
 // A document whose first non-space byte is '{' is JSON of the same shape. Decoding is strict
 // (unknown fields are errors) and numbers in `with` become float64, as with encoding/json.
 //
+// # Inputs
+//
+// A pipeline may declare input_schema, a self-contained JSON Schema that run inputs must
+// match. CheckInput checks an input against it and against the `.input` fields the templates
+// always evaluate, and names the failing JSON pointer (*InputError, matching ErrBadInput);
+// without a schema it accepts every input and InputWarnings lists the fields a run may lack.
+//
 // # Errors
 //
 // Malformed documents give a *ParseError (with the line when known); broken rules give a

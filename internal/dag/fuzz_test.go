@@ -20,6 +20,8 @@ func FuzzLoad(f *testing.F) {
 		`{"key":"k","steps":[{"id":"a","uses":"echo","with":{"n":1e400}}]}`,
 		`{"key":"k","steps":[{"id":"a","uses":"echo"}],"extra":1}`,
 		"{key: k}",
+		"key: k\ninput_schema: {type: object, required: [n], properties: {n: {pattern: '^a+$', minLength: 1}}}\nsteps: [{id: a, uses: echo, with: {v: '{{ .input.n }}'}}]\n",
+		"key: k\ninput_schema: {$defs: {x: {$ref: '#/$defs/x'}}, $ref: '#/$defs/x'}\nsteps: [{id: a, uses: echo}]\n",
 		"---\n---\n",
 		"",
 	}
@@ -40,6 +42,9 @@ func FuzzLoad(f *testing.F) {
 		}
 		if g.Len() != len(p.Steps) || len(g.Ready(nil)) == 0 {
 			t.Fatalf("compiled graph has %d steps of %d, ready %v", g.Len(), len(p.Steps), g.Ready(nil))
+		}
+		if err := p.CheckInput(data); err != nil && !errors.Is(err, ErrBadInput) && !errors.Is(err, ErrInvalid) {
+			t.Fatalf("CheckInput error matches neither ErrBadInput nor ErrInvalid: %T %v", err, err)
 		}
 		h, err := p.ComputeHash()
 		if err != nil || h != p.Hash {

@@ -18,6 +18,7 @@ const hashVersion = "dair.pipeline.v1\n"
 type canonicalPipeline struct {
 	Key         string          `json:"key"`
 	Description string          `json:"description"`
+	InputSchema any             `json:"input_schema,omitempty"`
 	Steps       []canonicalStep `json:"steps"`
 }
 
@@ -48,6 +49,13 @@ func (p *Pipeline) ComputeHash() (string, error) {
 // canonical returns the canonical JSON encoding of p.
 func (p *Pipeline) canonical() ([]byte, error) {
 	c := canonicalPipeline{Key: p.Key, Description: p.Description, Steps: make([]canonicalStep, 0, len(p.Steps))}
+	if p.InputSchema != nil {
+		schema, err := normalizeValue(p.InputSchema, "input_schema")
+		if err != nil {
+			return nil, &ValidationError{Kind: KindBadInputSchema, Field: "input_schema", Detail: err.Error()}
+		}
+		c.InputSchema = schema
+	}
 	for _, s := range p.Steps {
 		cs := canonicalStep{
 			ID:          s.ID,

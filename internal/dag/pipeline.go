@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // RetryPolicy says how often a failed step is attempted and how long to wait in between.
@@ -55,9 +57,17 @@ type Pipeline struct {
 	Hash string
 	// Source is the document the pipeline was parsed from, nil for pipelines built in Go.
 	Source []byte
+	// InputSchema is the JSON Schema (draft 2020-12 unless its $schema says otherwise) that
+	// run inputs must match, as a JSON-like value; nil when the pipeline declares none. It
+	// must be self-contained: a $ref to another document does not load. See CheckInput.
+	InputSchema any
 
 	// index makes Step constant-time; built on first use.
 	index atomic.Pointer[stepIndex]
+	// schema is InputSchema compiled; built by Parse or on first use.
+	schema atomic.Pointer[jsonschema.Schema]
+	// inputRefs caches InputRefs.
+	inputRefs atomic.Pointer[[]InputRef]
 }
 
 // Step returns the step with the given id. The pointer refers into p.Steps. It is
@@ -122,6 +132,11 @@ func Parse(data []byte) (*Pipeline, error) {
 		return nil, err
 	}
 	p.Source = bytes.Clone(data)
+	if p.InputSchema != nil {
+		if _, err := p.inputSchema(); err != nil {
+			return nil, err
+		}
+	}
 	hash, err := p.ComputeHash()
 	if err != nil {
 		return nil, err
@@ -148,6 +163,7 @@ func Load(data []byte, knownHandler func(string) bool) (*Pipeline, error) {
 type rawPipeline struct {
 	Key         string    `yaml:"key" json:"key"`
 	Description string    `yaml:"description" json:"description"`
+	InputSchema any       `yaml:"input_schema" json:"input_schema"`
 	Steps       []rawStep `yaml:"steps" json:"steps"`
 }
 
@@ -169,6 +185,13 @@ type rawRetry struct {
 // pipeline converts the decoded document, parsing durations and normalizing `with` values.
 func (r *rawPipeline) pipeline() (*Pipeline, error) {
 	p := &Pipeline{Key: r.Key, Description: r.Description, Steps: make([]Step, 0, len(r.Steps))}
+	if r.InputSchema != nil {
+		schema, err := normalizeValue(r.InputSchema, "input_schema")
+		if err != nil {
+			return nil, &ValidationError{Kind: KindBadInputSchema, Field: "input_schema", Detail: err.Error()}
+		}
+		p.InputSchema = schema
+	}
 	for _, rs := range r.Steps {
 		s := Step{ID: rs.ID, Uses: rs.Uses}
 		if len(rs.Needs) > 0 {

@@ -33,8 +33,12 @@ func validateTemplates(p *Pipeline, g *Graph) error {
 type templateChecker struct {
 	step     string
 	exists   map[string]int
-	ancestry *ancestry
-	field    string // the with path being checked
+	ancestry *ancestry // nil: collect input references only, check nothing about steps
+	field    string    // the with path being checked
+	// collect, when set, receives every `.input...` reference.
+	collect func(InputRef)
+	// cond counts the if/with/range bodies around the node being walked.
+	cond int
 }
 
 func (c *templateChecker) fail(format string, args ...any) error {
@@ -131,6 +135,8 @@ func (c *templateChecker) branch(b *parse.BranchNode, root, innerRoot bool) erro
 	if err := c.pipe(b.Pipe, root); err != nil {
 		return err
 	}
+	c.cond++
+	defer func() { c.cond-- }()
 	if err := c.node(b.List, innerRoot); err != nil {
 		return err
 	}
@@ -165,7 +171,7 @@ func (c *templateChecker) command(cmd *parse.CommandNode, root bool) error {
 					}
 					path = append(path, s.Text)
 				}
-				if err := c.ref(path); err != nil {
+				if err := c.refVia(path, true); err != nil {
 					return err
 				}
 			}
@@ -214,14 +220,22 @@ func rootPath(n parse.Node, root bool) ([]string, bool) {
 }
 
 // ref checks one reference into the template data.
-func (c *templateChecker) ref(path []string) error {
+func (c *templateChecker) ref(path []string) error { return c.refVia(path, false) }
+
+// refVia checks one reference; viaIndex marks `index .input "k"`, which yields nil for a
+// missing key instead of failing.
+func (c *templateChecker) refVia(path []string, viaIndex bool) error {
 	if len(path) == 0 {
 		return nil
 	}
 	if !rootFields[path[0]] {
 		return c.fail("unknown field .%s (templates see .input, .steps, .tenant_id, .execution_id)", path[0])
 	}
-	if path[0] != "steps" || len(path) < 2 {
+	if path[0] == "input" && len(path) > 1 && c.collect != nil {
+		c.collect(InputRef{StepID: c.step, Field: c.field, Path: append([]string(nil), path[1:]...),
+			Conditional: c.cond > 0 || viaIndex})
+	}
+	if path[0] != "steps" || len(path) < 2 || c.ancestry == nil {
 		return nil
 	}
 	id := path[1]
@@ -241,4 +255,61 @@ func (c *templateChecker) ref(path []string) error {
 func (c *templateChecker) hasStep(id string) bool {
 	_, ok := c.exists[id]
 	return ok
+}
+
+// InputRef is one `.input.a.b` reference of a step's `with` templates.
+type InputRef struct {
+	// StepID and Field locate the template ("with.prompt").
+	StepID, Field string
+	// Path is the referenced field's path under .input.
+	Path []string
+	// Conditional marks references inside an if, with or range body, or through index: a run
+	// may succeed without the field.
+	Conditional bool
+}
+
+// InputRefs returns the input references of every step's templates, in step and field order.
+// It walks the templates once and caches the answer; the slice is shared: do not modify it.
+// Templates that do not parse are skipped (Validate reports them).
+func (p *Pipeline) InputRefs() []InputRef {
+	if refs := p.inputRefs.Load(); refs != nil {
+		return *refs
+	}
+	refs := []InputRef{}
+	for i := range p.Steps {
+		s := &p.Steps[i]
+		if len(s.With) == 0 {
+			continue
+		}
+		c := &templateChecker{step: s.ID, collect: func(r InputRef) { refs = append(refs, r) }}
+		for _, k := range sortedKeys(s.With) {
+			if err := c.value(s.With[k], "with."+k); err != nil {
+				continue
+			}
+		}
+	}
+	p.inputRefs.Store(&refs)
+	return refs
+}
+
+// InputWarnings returns the warnings a pipeline without an input_schema deserves: one per
+// input field its templates always evaluate, since a run whose input lacks it is created and
+// then fails at that step. A pipeline with an input_schema gets none (submit checks inputs).
+func (p *Pipeline) InputWarnings() []string {
+	if p.HasInputSchema() {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range p.InputRefs() {
+		key := strings.Join(r.Path, ".")
+		if r.Conditional || seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, fmt.Sprintf("step %q uses .input.%s (%s) but the pipeline has no input_schema: a run "+
+			"without that field is accepted and fails at the step; declare input_schema to check inputs at submit",
+			r.StepID, key, r.Field))
+	}
+	return out
 }

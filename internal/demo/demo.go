@@ -55,6 +55,9 @@ type Options struct {
 	DataDir string
 	// Keep keeps the temporary data directory and prints its path.
 	Keep bool
+	// Result, when not nil, receives the outcome of every run when Run returns (also on
+	// failure: the runs summarized before it).
+	Result *Result
 }
 
 // demo is the state of one scenario run. It is used by one goroutine.
@@ -68,6 +71,7 @@ type demo struct {
 	modelAt string
 	flakyAt string
 	runs    []*tracked
+	result  Result
 	// calls counts every handler call, across both nodes; handlers is the counting registry
 	// each node runs with.
 	calls    *callCounter
@@ -123,7 +127,15 @@ func Run(ctx context.Context, opts Options) (err error) {
 	defer func() { err = errors.Join(err, d.shutdown()) }()
 
 	err = d.play(ctx)
-	return errors.Join(err, d.p.err)
+	err = errors.Join(err, d.p.err)
+	if opts.Result != nil {
+		*opts.Result = d.result
+		opts.Result.OK = err == nil
+		if err != nil {
+			opts.Result.Error = err.Error()
+		}
+	}
+	return err
 }
 
 // play runs the scenario's sections in order.

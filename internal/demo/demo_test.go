@@ -21,11 +21,20 @@ import (
 func TestRun_Run_scenario(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	var out bytes.Buffer
-	err := Run(ctx, Options{Out: &out, DataDir: t.TempDir()})
+	var (
+		out bytes.Buffer
+		res Result
+	)
+	err := Run(ctx, Options{Out: &out, DataDir: t.TempDir(), Result: &res})
 	text := out.String()
 	require.NoError(t, err, "report:\n%s", text)
 	t.Log("\n" + text)
+	require.True(t, res.OK, "Result.OK of a successful scenario")
+	require.Len(t, res.Runs, 6, "Result lists every run")
+	for _, r := range res.Runs {
+		require.Equal(t, "succeeded", r.Status, "%+v", r)
+		require.Equal(t, r.Steps, r.StepsSucceeded, "%+v", r)
+	}
 
 	for _, want := range []string{"tenant-a-runtime-1", "tenant-b-runtime-1", "runtime-instance-1",
 		"stand-in OpenAI-compatible server", "diverged    false", "all 6 runs succeeded",

@@ -172,6 +172,9 @@ func (d *demo) summary(ctx context.Context) error {
 			failed = append(failed, short(t.id, 12))
 		}
 		dur := time.Duration(run.UpdatedAt - run.CreatedAt).Round(time.Millisecond)
+		d.result.Runs = append(d.result.Runs, ResultRun{SharedRunID: t.id, TenantID: t.tenant, Pipeline: t.pipeline,
+			Status: run.Status, RuntimeInstanceID: run.AssignedRuntimeInstanceId, StepsSucceeded: n, Steps: t.total,
+			Attempts: a, DurationMS: dur.Milliseconds()})
 		d.p.row(tw, short(t.id, 12), t.tenant, t.pipeline, run.Status, run.AssignedRuntimeInstanceId,
 			fmt.Sprintf("%d/%d", n, t.total), fmt.Sprint(a), dur.String())
 	}

@@ -56,7 +56,8 @@ type chatResponse struct {
 // LLMChat returns the llm.chat handler, a client of OpenAI-compatible Chat Completions.
 // `with` holds:
 //
-//   - base_url: default DefaultLLMBaseURL; the request goes to <base_url>/chat/completions.
+//   - base_url: default DAIR_LLM_BASE_URL, else DefaultLLMBaseURL; the request goes to
+//     <base_url>/chat/completions.
 //   - model: required.
 //   - messages: list of {role, content}; and/or prompt (a user message appended last) with an
 //     optional system (a system message put first). At least one message is required.
@@ -85,10 +86,7 @@ func runLLMChat(ctx context.Context, opts Options, req *step.Request) (step.Resu
 	if err != nil {
 		return step.Result{}, err
 	}
-	base = strings.TrimRight(strings.TrimSpace(base), "/")
-	if base == "" {
-		base = DefaultLLMBaseURL
-	}
+	base = llmBaseURL(base)
 	u, err := checkURL(NameLLMChat, base+"/chat/completions")
 	if err != nil {
 		return step.Result{}, err

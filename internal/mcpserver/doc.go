@@ -13,7 +13,9 @@
 //
 //	submit_run          {pipeline, tenant_id?, input?, correlation_id?, idempotency_key?, wait?}
 //	get_run, cancel_run, pause_run, resume_run      {shared_run_id}
-//	list_runs           {tenant_id?, status?}
+//	list_runs           {tenant_id?, status?, pipeline?, limit?} (summaries, newest first, default 20)
+//	list_pipelines      {}
+//	get_pipeline        {key}
 //	list_instances      {tenant_id?}
 //	pause_instance, resume_instance, drain_instance {runtime_instance_id}
 //	drain_shared_queue  {}

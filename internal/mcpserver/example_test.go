@@ -41,5 +41,5 @@ func Example() {
 		return
 	}
 	fmt.Println(len(res.Tools), "tools, first:", res.Tools[0].Name)
-	// Output: 19 tools, first: cancel_run
+	// Output: 21 tools, first: cancel_run
 }

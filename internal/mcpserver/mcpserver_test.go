@@ -30,7 +30,7 @@ func TestHTTPHandler_ListTools_allWithSchemas(t *testing.T) {
 	for _, tl := range res.Tools {
 		byName[tl.Name] = tl
 	}
-	require.Len(t, byName, 19)
+	require.Len(t, byName, 21)
 	required := map[string][]string{
 		mcpserver.ToolSubmitRun: {"pipeline"}, mcpserver.ToolGetRun: {"shared_run_id"},
 		mcpserver.ToolCancelRun: {"shared_run_id"}, mcpserver.ToolPauseRun: {"shared_run_id"},
@@ -42,6 +42,7 @@ func TestHTTPHandler_ListTools_allWithSchemas(t *testing.T) {
 		mcpserver.ToolReplayExecution: {"execution_id"},
 		mcpserver.ToolListAgents:      nil, mcpserver.ToolSendAgentMessage: {"agent", "message"},
 		mcpserver.ToolPublishMessage: {"topic", "message"},
+		mcpserver.ToolListPipelines:   nil, mcpserver.ToolGetPipeline: {"key"},
 	}
 	require.ElementsMatch(t, mcpserver.ToolNames(), func() []string {
 		var names []string
@@ -123,6 +124,11 @@ func TestHTTPHandler_CallTool_tenantRunAndHistory(t *testing.T) {
 	var list httpapi.RunList
 	mcptest.CallOK(t, acme, mcpserver.ToolListRuns, map[string]any{"status": "succeeded"}, &list)
 	require.Len(t, list.Runs, 2)
+	never := mcptest.Call(t, acme, mcpserver.ToolGetTenant, map[string]any{"tenant_id": "acme"})
+	require.True(t, never.IsError, "a tenant that was never put is not found: %s", mcptest.Text(never))
+	require.Contains(t, mcptest.Text(never), "HTTP 404")
+	admin := mcptest.ConnectHTTP(t, url, n.Token(t, "ops", auth.RoleAdmin))
+	mcptest.CallOK(t, admin, mcpserver.ToolPutTenant, map[string]any{"tenant_id": "acme", "isolation_mode": "shared"}, nil)
 	var ten httpapi.Tenant
 	mcptest.CallOK(t, acme, mcpserver.ToolGetTenant, map[string]any{"tenant_id": "acme"}, &ten)
 	require.Equal(t, messages.IsolationShared, ten.IsolationMode)

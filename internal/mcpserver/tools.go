@@ -42,6 +42,7 @@ func ToolNames() []string {
 		ToolListInstances, ToolPauseInstance, ToolResumeInstance, ToolDrainInstance, ToolDrainSharedQueue,
 		ToolGetTenant, ToolPutTenant, ToolGetLedger, ToolGetTrace, ToolReplayExecution,
 		ToolListAgents, ToolSendAgentMessage, ToolPublishMessage,
+		ToolListPipelines, ToolGetPipeline,
 	}
 }
 
@@ -64,6 +65,8 @@ type RunInput struct {
 type ListRunsInput struct {
 	TenantID string `json:"tenant_id,omitempty" jsonschema:"only runs of this tenant"`
 	Status   string `json:"status,omitempty" jsonschema:"only runs in this status: queued, scale_out_requested, dispatched, running, paused, succeeded, failed or cancelled"`
+	Pipeline string `json:"pipeline,omitempty" jsonschema:"only runs of this pipeline key"`
+	Limit    int    `json:"limit,omitempty" jsonschema:"at most this many runs, newest first: 1..1000, default 20"`
 }
 
 // ListInstancesInput is the input of list_instances.
@@ -151,14 +154,8 @@ func registerTools(s *mcp.Server, svc *service) {
 			}
 			return r, runSummary(r), nil
 		})
-	add(s, svc, tool(ToolListRuns, "List runs, optionally of one tenant and/or in one status.", true, false),
-		func(ctx context.Context, c *client.Client, in ListRunsInput) (any, string, error) {
-			l, err := c.ListRuns(ctx, in.TenantID, in.Status)
-			if err != nil {
-				return nil, "", err
-			}
-			return l, fmt.Sprintf("%d run(s)", len(l.Runs)), nil
-		})
+	add(s, svc, tool(ToolListRuns, "List runs, newest first (default 20, at most 1000), optionally of one tenant, "+
+		"status and/or pipeline. Each run is a summary without input, output or steps: get_run has them.", true, false), listRuns)
 	for _, op := range []struct{ name, op, desc string }{
 		{ToolCancelRun, client.OpCancel, "Cancel a run. Returns the run after the change."},
 		{ToolPauseRun, client.OpPause, "Pause a run: no new step starts until it is resumed. Returns the run."},
@@ -214,6 +211,7 @@ func registerTools(s *mcp.Server, svc *service) {
 	registerTenantTools(s, svc)
 	registerHistoryTools(s, svc)
 	registerAgentTools(s, svc)
+	registerPipelineTools(s, svc)
 }
 
 // submitRun is the body of submit_run.
@@ -246,7 +244,7 @@ func submitRun(ctx context.Context, c *client.Client, in SubmitRunInput) (any, s
 
 // registerTenantTools adds get_tenant and put_tenant.
 func registerTenantTools(s *mcp.Server, svc *service) {
-	add(s, svc, tool(ToolGetTenant, "Get a tenant's isolation settings. An unknown tenant reads as shared.", true, false),
+	add(s, svc, tool(ToolGetTenant, "Get a tenant's isolation settings. A tenant that was never put is not found (it still submits, as shared).", true, false),
 		func(ctx context.Context, c *client.Client, in TenantInput) (any, string, error) {
 			if err := need("tenant_id", in.TenantID); err != nil {
 				return nil, "", err

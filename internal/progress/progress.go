@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/dairuntime/dair/httpapi"
@@ -16,23 +15,31 @@ import (
 //
 //	[3/20] step fetch-3 succeeded 102ms
 //
-// On a terminal (Live true) it also keeps a transient status line naming the running steps,
-// redrawn in place. It is not goroutine-safe: feed it from one goroutine (Follow's callback).
+// While no step runs it says what the run waits for and why (the admission reason):
+// "queued: max-runtime-instances-reached", "scaling out: ...". On a terminal (live) it keeps a
+// transient status line instead, redrawn in place, naming the running steps or the wait with
+// elapsed times ("queued 9.5s: max-runtime-instances-reached"); Tick moves those times.
+// Otherwise Tick prints "... still queued after 5s" lines at 5s, 15s, 45s, ... It is not
+// goroutine-safe: feed it from one goroutine, or through Ticking.
 type Printer struct {
 	out   io.Writer
 	live  bool
 	total int
 
-	done     int
-	started  map[string]time.Time // step id -> start of its current attempt
-	running  []string
-	statusOn bool // a transient status line is on screen (live only)
+	done      int
+	started   map[string]time.Time // step id -> start of its current attempt
+	nextStill map[string]time.Time // step id -> when a non-live printer next says it still runs
+	running   []string
+	statusOn  bool // a transient status line is on screen (live only)
+
+	phase phase     // what the run waits for while no step runs
+	now   time.Time // the last Tick's time (zero before the first)
 }
 
 // New returns a renderer writing to out. total is the pipeline's step count (0 when
 // unknown); live draws the transient status line (use it only when out is a terminal).
 func New(out io.Writer, total int, live bool) *Printer {
-	return &Printer{out: out, live: live, total: total, started: map[string]time.Time{}}
+	return &Printer{out: out, live: live, total: total, started: map[string]time.Time{}, nextStill: map[string]time.Time{}}
 }
 
 // Event handles one event of the run's stream (it is a client.EventFunc); data is an
@@ -45,9 +52,19 @@ func (p *Printer) Event(_ int64, kind string, data []byte) error {
 	if e.Kind == "" {
 		e.Kind = kind
 	}
+	if p.trackPhase(e) {
+		if p.live {
+			return p.redraw()
+		}
+		if p.phase.reason == "" {
+			return nil // a wait without a reason is reported only if it lasts (Tick)
+		}
+		return p.line(p.phaseLine())
+	}
 	switch e.Kind {
 	case messages.KindStepStarted:
 		p.started[e.StepID] = e.At
+		p.nextStill[e.StepID] = e.At.Add(firstStillAfter)
 		p.addRunning(e.StepID)
 		return p.redraw()
 	case messages.KindStepSucceeded:
@@ -99,7 +116,7 @@ func (p *Printer) finished(e httpapi.LedgerEntry, verb, detail string) error {
 	}
 	msg := fmt.Sprintf("%s step %s %s", counter, e.StepID, verb)
 	if start, ok := p.started[e.StepID]; ok && !start.IsZero() && !e.At.IsZero() {
-		msg += " " + roundDuration(e.At.Sub(start)).String()
+		msg += " " + FormatDuration(e.At.Sub(start))
 	}
 	if detail != "" {
 		msg += " " + detail
@@ -134,15 +151,15 @@ func (p *Printer) redraw() error {
 	if err := p.clear(); err != nil {
 		return err
 	}
-	if len(p.running) == 0 {
+	text := p.statusText()
+	if text == "" {
 		return nil
 	}
-	names := strings.Join(p.running, ", ")
-	if len(names) > 60 {
-		names = names[:57] + "..."
+	if len(text) > 100 {
+		text = text[:97] + "..."
 	}
 	p.statusOn = true
-	_, err := fmt.Fprintf(p.out, "running %d: %s", len(p.running), names)
+	_, err := io.WriteString(p.out, text)
 	return err
 }
 
@@ -170,6 +187,16 @@ func nonEmpty(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// FormatDuration formats a step's duration for people: rounded to milliseconds, or to
+// microseconds below one millisecond, so that a fast step does not read "0s"; a zero duration
+// (both ends recorded at the same instant) reads "<1ms".
+func FormatDuration(d time.Duration) string {
+	if d <= 0 {
+		return "<1ms"
+	}
+	return roundDuration(d).String()
 }
 
 // roundDuration rounds to milliseconds, or to microseconds below one millisecond.

@@ -1,0 +1,72 @@
+package api
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/dairuntime/dair/httpapi"
+	"github.com/dairuntime/dair/internal/auth"
+	"github.com/dairuntime/dair/internal/dag"
+)
+
+// maxCheckLast bounds ?last= of the pipeline check.
+const maxCheckLast = 1000
+
+// checkPipeline handles POST /v1/pipelines/{key}/check[?last=N] (admin, like PUT): the body is
+// a new definition of the key; the answer replays the N (default 100) most recent executions
+// of the key against it and lists every divergence. Nothing is stored.
+func (s *server) checkPipeline(w http.ResponseWriter, r *http.Request) {
+	if err := requireRole(r, auth.RoleAdmin); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	last := 0
+	if v := r.URL.Query().Get("last"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxCheckLast {
+			s.fail(w, r, badRequest("api: last must be an integer in 1..%d", maxCheckLast))
+			return
+		}
+		last = n
+	}
+	src, err := io.ReadAll(r.Body)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if len(src) == 0 {
+		s.fail(w, r, badRequest("api: request body is empty; send the new pipeline definition"))
+		return
+	}
+	key := r.PathValue("key")
+	if err := s.cfg.Limits.CheckDocument(src); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	parsed, err := dag.Parse(src)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if parsed.Key != key {
+		s.fail(w, r, badRequest("api: pipeline key %q in the body differs from %q in the path", parsed.Key, key))
+		return
+	}
+	if err := s.cfg.Limits.Check(parsed); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	res, err := s.node.CheckPipeline(r.Context(), src, last)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := httpapi.PipelineCheck{Key: res.Key, Checked: res.Checked, Divergent: []httpapi.CheckDivergence{}}
+	for _, rep := range res.Reports {
+		for _, d := range rep.Divergences {
+			out.Divergent = append(out.Divergent, httpapi.CheckDivergence{ExecutionID: rep.ExecutionID, StepID: d.StepID, Reason: d.Reason})
+		}
+	}
+	s.writeJSON(w, http.StatusOK, out)
+}
