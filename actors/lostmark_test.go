@@ -65,7 +65,7 @@ func (m *markDroppingStore) requeue(id string) error {
 
 // executionsSeen is a step handler that records which executions called it, per step.
 type executionsSeen struct {
-	mu    sync.Mutex // guards calls
+	mu    sync.Mutex                // guards calls
 	calls map[string]map[string]int // step id -> execution id -> calls
 }
 

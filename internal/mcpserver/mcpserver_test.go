@@ -42,7 +42,7 @@ func TestHTTPHandler_ListTools_allWithSchemas(t *testing.T) {
 		mcpserver.ToolReplayExecution: {"execution_id"},
 		mcpserver.ToolListAgents:      nil, mcpserver.ToolSendAgentMessage: {"agent", "message"},
 		mcpserver.ToolPublishMessage: {"topic", "message"},
-		mcpserver.ToolListPipelines:   nil, mcpserver.ToolGetPipeline: {"key"},
+		mcpserver.ToolListPipelines:  nil, mcpserver.ToolGetPipeline: {"key"},
 	}
 	require.ElementsMatch(t, mcpserver.ToolNames(), func() []string {
 		var names []string
