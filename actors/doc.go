@@ -53,7 +53,7 @@
 //	                                           *messages.QueueStatus
 //	ticker                     → instance      heartbeatTick: publish capacity and refresh holds
 //	instance                   → execution     pauseRun, resumeRun, cancelRun{reason}, injectPanic (tests)
-//	execution                  → instance      runFinished{localRunID, executionID, status}; an
+//	execution                  → instance      runFinished{localRunID, executionID, outcome}; an
 //	                                           execution that stops without it (its supervisor gave
 //	                                           up) shows as Terminated → execGone
 //	injectExecutionPanic (tests) → instance      injectExecPanic → bool

@@ -95,7 +95,7 @@ func (in *instance) Receive(c actor.Context) {
 	case *messages.DispatchRequest:
 		c.Respond(in.dispatch(c, m))
 	case *runFinished:
-		in.finished(c, m.localRunID, m.status)
+		in.finished(c, m.localRunID, m.outcome)
 	case *actor.Terminated:
 		for lr, r := range in.execs {
 			if r.pid.Equal(m.Who) {
@@ -188,13 +188,13 @@ func (in *instance) startRuns(c actor.Context) {
 	}
 }
 
-func (in *instance) finished(c actor.Context, lr, status string) {
+func (in *instance) finished(c actor.Context, lr string, outcome execOutcome) {
 	r, ok := in.q.Finish(lr)
 	if !ok {
 		return
 	}
 	delete(in.execs, lr)
-	if status == "fenced" && !in.stopping {
+	if outcome == execFenced && !in.stopping {
 		in.resumeIfStillMine(c, r.Req.SharedRunId)
 	}
 	in.release(r.Req.SharedRunId)
@@ -215,5 +215,5 @@ func (in *instance) execGone(c actor.Context, lr string) {
 			zap.String("shared_run_id", r.seed.req.SharedRunId))
 		failExecution(in.env, r.seed, "execution-crashed")
 	}
-	in.finished(c, lr, "crashed")
+	in.finished(c, lr, execCrashed)
 }

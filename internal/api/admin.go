@@ -10,6 +10,7 @@ import (
 	"github.com/dairuntime/dair/internal/auth"
 	"github.com/dairuntime/dair/internal/dag"
 	"github.com/dairuntime/dair/internal/tenancy"
+	"github.com/dairuntime/dair/messages"
 )
 
 // listInstances handles GET /v1/instances[?tenant_id=] (operator).
@@ -36,7 +37,7 @@ func (s *server) listInstances(w http.ResponseWriter, r *http.Request) {
 
 // controlInstance handles POST /v1/instances/{id}/pause|resume|drain (operator) and answers
 // the descriptor after the change.
-func (s *server) controlInstance(op string) http.HandlerFunc {
+func (s *server) controlInstance(op messages.ControlOp) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := requireRole(r, auth.RoleOperator); err != nil {
 			s.fail(w, r, err)
