@@ -10,6 +10,7 @@ import (
 	"github.com/dairuntime/dair/internal/localqueue"
 	"github.com/dairuntime/dair/internal/tenancy"
 	"github.com/dairuntime/dair/messages"
+	"github.com/dairuntime/dair/providers"
 )
 
 // InstanceSpec describes a runtime instance to create: its id and the tenant settings of the
@@ -109,7 +110,7 @@ func (in *instance) Receive(c actor.Context) {
 	case *messages.RunStatusRequest:
 		c.Respond(in.runStatus(m))
 	case *messages.QueueStatusRequest:
-		c.Respond(&messages.QueueStatus{Capacity: in.descriptor(c), Result: in.result("queue-status", true, ""),
+		c.Respond(&messages.QueueStatus{Capacity: in.descriptor(c), Result: in.result(providers.OpQueueStatus, true, ""),
 			QueuedLocalRunIds: in.q.QueuedIDs(), RunningLocalRunIds: in.q.RunningIDs()})
 	case *injectPanic:
 		panic("dair: injected instance panic")
@@ -160,7 +161,7 @@ func (in *instance) dispatch(c actor.Context, req *messages.DispatchRequest) *me
 	if reason == "" {
 		lr, reason = in.q.Offer(req, func() string { return ids.New("lrun") })
 	}
-	res := in.result("dispatch", reason == "", reason)
+	res := in.result(providers.OpDispatch, reason == "", reason)
 	res.TenantId, res.CorrelationId, res.LocalRunId = req.GetSnapshot().GetTenantId(), req.CorrelationId, lr
 	if reason == "" {
 		in.startRuns(c)

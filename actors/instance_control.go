@@ -4,6 +4,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/dairuntime/dair/messages"
+	"github.com/dairuntime/dair/providers"
 )
 
 // control applies a queue or run control op (through the provider's Control) and answers it.
@@ -68,7 +69,7 @@ func (in *instance) controlRun(c actor.Context, op messages.ControlOp, m *messag
 func (in *instance) runStatus(m *messages.RunStatusRequest) *messages.RunStatus {
 	shared, status, ok := in.q.Status(m.LocalRunId)
 	if !ok {
-		return &messages.RunStatus{LocalRunId: m.LocalRunId, Result: in.result("run-status", false, "run-not-found")}
+		return &messages.RunStatus{LocalRunId: m.LocalRunId, Result: in.result(providers.OpRunStatus, false, "run-not-found")}
 	}
-	return &messages.RunStatus{LocalRunId: m.LocalRunId, SharedRunId: shared, Status: status, Result: in.result("run-status", true, "")}
+	return &messages.RunStatus{LocalRunId: m.LocalRunId, SharedRunId: shared, Status: status, Result: in.result(providers.OpRunStatus, true, "")}
 }
