@@ -148,14 +148,14 @@ func (x *execution) onStepDone(c actor.Context, m *stepDone) {
 // stop reports the end of the execution to its instance and stops the actor.
 func (x *execution) stop(c actor.Context, f engine.Stop) {
 	s := x.seed
-	status := f.Status.String()
+	outcome := execEnded
 	if f.Fenced {
 		s.env.log.Warn("execution fenced; stopping", zap.String("execution_id", s.executionID), zap.Int64("epoch", s.epoch), zap.Error(f.Err))
 		s.env.metrics.fenced()
-		status = "fenced"
+		outcome = execFenced
 	}
 	x.cancelAll()
-	c.Send(c.Parent(), &runFinished{localRunID: s.localRunID, executionID: s.executionID, status: status})
+	c.Send(c.Parent(), &runFinished{localRunID: s.localRunID, executionID: s.executionID, outcome: outcome})
 	c.Stop(c.Self())
 }
 

@@ -114,7 +114,7 @@ func (x *execution) setRunStatus(status engine.RunStatus) {
 func (x *execution) finalize(c actor.Context, f engine.Finalize) {
 	s, self, inc := x.seed, c.Self(), x.inc
 	s.env.group.GoTimeout(15*time.Second, func(ctx context.Context) {
-		err := finalizeRun(ctx, s, f.Status.String(), f.Reason, f.Output)
+		err := finalizeRun(ctx, s, f)
 		res := engine.FinalizeOK
 		switch {
 		case errors.Is(err, store.ErrStaleEpoch):
@@ -136,17 +136,18 @@ func (x *execution) onFinalized(c actor.Context, m *finalizeDone) {
 	x.feed(c, engine.FinalizeDone{Result: m.result, Err: m.err})
 }
 
-// finalizeRun records the terminal status on the execution (fenced), then on the shared run
-// with its terminal ledger entry, and meters the run.
-func finalizeRun(ctx context.Context, s *execSeed, status, reason string, output []byte) error {
+// finalizeRun records the terminal status of f on the execution (fenced), then on the shared
+// run with its terminal ledger entry, and meters the run.
+func finalizeRun(ctx context.Context, s *execSeed, f engine.Finalize) error {
 	e := s.env
+	status, reason, output := f.Status.String(), f.Reason, f.Output
 	if _, err := e.st.UpdateExecution(ctx, s.executionID, s.epoch, func(ex *messages.Execution) error {
 		ex.Status, ex.Output, ex.FailureReason = status, output, reason
 		return nil
 	}); err != nil {
 		return fmt.Errorf("finalize execution %s: %w", s.executionID, err)
 	}
-	kind := map[string]string{messages.RunSucceeded: messages.KindRunSucceeded, messages.RunFailed: messages.KindRunFailed, messages.RunCancelled: messages.KindRunCancelled}[status]
+	kind := terminalKind(f.Status)
 	entry := &messages.LedgerEntry{Kind: kind, SharedRunId: s.req.SharedRunId, ExecutionId: s.executionID,
 		RuntimeInstanceId: s.instanceID, Epoch: s.epoch, Reason: reason, TenantId: s.req.GetSnapshot().GetTenantId()}
 	_, changed, err := e.finishRun(ctx, s.req.SharedRunId, entry, func(r *messages.SharedRun) bool {
@@ -175,4 +176,18 @@ func (x *execution) recordUsage(m *stepDone, uses string) {
 		ExecutionId: s.executionID, StepId: m.stepID, Handler: uses, DurationNs: int64(m.dur), Attempts: int32(m.attempt),
 		PromptTokens: m.usage.PromptTokens, CompletionTokens: m.usage.CompletionTokens, At: s.env.now().UnixNano()}
 	s.env.usage(ev)
+}
+
+// terminalKind is the ledger kind that records a run ending in status ("" for a status that
+// is not terminal).
+func terminalKind(status engine.RunStatus) string {
+	switch status {
+	case engine.RunSucceeded:
+		return messages.KindRunSucceeded
+	case engine.RunFailed:
+		return messages.KindRunFailed
+	case engine.RunCancelled:
+		return messages.KindRunCancelled
+	}
+	return ""
 }
