@@ -37,8 +37,8 @@ func (u *usageFaults) submit(n int) {
 	}
 }
 
-// busiest waits until at least min runs run and returns the node holding the most.
-func (u *usageFaults) busiest(min int32) *testkit.ProcessNode {
+// busiest waits until at least atLeast runs run and returns the node holding the most.
+func (u *usageFaults) busiest(atLeast int32) *testkit.ProcessNode {
 	u.t.Helper()
 	var victim *testkit.ProcessNode
 	nodes := u.pc.Reachable()
@@ -46,7 +46,7 @@ func (u *usageFaults) busiest(min int32) *testkit.ProcessNode {
 	testkit.Eventually(u.t, 60*time.Second, 20*time.Millisecond, func() bool {
 		v, total := busiest(u.ctx, c, nodes)
 		victim = v
-		return total >= min
+		return total >= atLeast
 	}, "cluster busy")
 	return victim
 }
@@ -114,13 +114,24 @@ func TestCluster_usageEqualsLedgerUnderFaults(t *testing.T) {
 	u.busiest(10).Kill()
 
 	done := waitAll(t, ctx, u.pc.Reachable()[0].Client(), u.ids, 3*time.Minute)
-	st, err := redisstore.Open(ctx, redisstore.Options{URL: r.URL()})
+	for _, id := range u.ids {
+		require.Equal(t, messages.RunSucceeded, done[id].Status, "run %s: %s", id, done[id].FailureReason)
+	}
+	steps, committed := u.requireUsageEqualsLedger()
+	t.Logf("%d runs, %d step usage events = %d step_succeeded entries (paused %s, killed Redis, then a node)",
+		len(u.ids), steps, committed, paused.ID())
+}
+
+// requireUsageEqualsLedger compares acme's usage with the ledgers of the runs: per run, one
+// step event per step_succeeded entry of each step and one run event. It returns the step
+// events and entries counted.
+func (u *usageFaults) requireUsageEqualsLedger() (steps int64, committed int) {
+	t, ctx := u.t, u.ctx
+	st, err := redisstore.Open(ctx, redisstore.Options{URL: u.redis.URL()})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, st.Close()) }()
 	ledger := map[string]map[string]int{} // run -> step -> step_succeeded entries
-	committed := 0
 	for _, id := range u.ids {
-		require.Equal(t, messages.RunSucceeded, done[id].Status, "run %s: %s", id, done[id].FailureReason)
 		entries, err := st.ReadLedger(ctx, id, 0, 0)
 		require.NoError(t, err)
 		ledger[id] = map[string]int{}
@@ -132,30 +143,29 @@ func TestCluster_usageEqualsLedgerUnderFaults(t *testing.T) {
 		}
 	}
 	rep := tenantUsage(t, ctx, u.pc.Reachable()[0], "acme")
-	steps, runs := map[string]map[string]int{}, map[string]int{}
+	byRun, runs := map[string]map[string]int{}, map[string]int{}
 	for _, ev := range rep.Events {
 		switch ev.Kind {
 		case "step":
-			if steps[ev.SharedRunID] == nil {
-				steps[ev.SharedRunID] = map[string]int{}
+			if byRun[ev.SharedRunID] == nil {
+				byRun[ev.SharedRunID] = map[string]int{}
 			}
-			steps[ev.SharedRunID][ev.StepID]++
+			byRun[ev.SharedRunID][ev.StepID]++
 		case "run":
 			runs[ev.SharedRunID]++
 		}
 	}
 	var diffs []string
 	for _, id := range u.ids {
-		if fmt.Sprint(steps[id]) != fmt.Sprint(ledger[id]) || runs[id] != 1 {
-			diffs = append(diffs, fmt.Sprintf("run %s: %d run events, step events %v, ledger %v", id, runs[id], steps[id], ledger[id]))
+		if fmt.Sprint(byRun[id]) != fmt.Sprint(ledger[id]) || runs[id] != 1 {
+			diffs = append(diffs, fmt.Sprintf("run %s: %d run events, step events %v, ledger %v", id, runs[id], byRun[id], ledger[id]))
 		}
 	}
 	require.Empty(t, diffs[:min(len(diffs), 10)], "%d step usage events for %d step_succeeded entries; %d runs differ",
 		rep.Totals.Steps, committed, len(diffs))
 	require.Equal(t, int64(committed), rep.Totals.Steps)
 	require.Equal(t, int64(len(u.ids)), rep.Totals.Runs)
-	t.Logf("%d runs, %d step events = %d step_succeeded entries (paused %s, killed Redis, then a node)", len(u.ids),
-		rep.Totals.Steps, committed, paused.ID())
+	return rep.Totals.Steps, committed
 }
 
 // tenantUsage reads GET /v1/tenants/{tenant}/usage from n.
