@@ -60,7 +60,7 @@
 //
 // # Goroutines and shutdown
 //
-// The node owns one worker group: the committer, publisher and usage-writer loops, the pump's
+// The node owns one worker group: the committer and publisher loops, the pump's
 // cycles, recovery rounds, reconciler passes, sweeps, scale-out processing and its lease
 // renewal, instance rehydration and cleanup, the cluster watch and its probes, the agent
 // runtime's mailbox goroutines, and every actor's ticker run on it and receive its stop
