@@ -216,6 +216,9 @@ func (r *Recoverer) liveInstances(ctx context.Context) (map[string]bool, error) 
 	return live, nil
 }
 
+// requeueTimeout bounds the requeue that follows a fence, which outlives its caller's context.
+const requeueTimeout = 10 * time.Second
+
 // RecoverRun fences the run's execution and puts the run back in the shared queue. run may be
 // an old view (the round listed it a while ago; another round may have moved it since): only an
 // execution still on the lost instance, or on none, is fenced, never the activation that
@@ -233,6 +236,11 @@ func (r *Recoverer) RecoverRun(ctx context.Context, run *messages.SharedRun, rea
 			return nil // a newer activation on another instance owns it: the run has moved
 		}
 		epoch = ep
+		// The fence is written: the requeue must follow even if the caller gives up now (a
+		// round cancelled as its node stops left fenced runs running on a live instance).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), requeueTimeout)
+		defer cancel()
 	}
 	moved, err := r.requeueFrom(ctx, run.SharedRunId, lost, func(x *messages.SharedRun) bool {
 		active := x.Status == messages.RunDispatched || x.Status == messages.RunRunning || x.Status == messages.RunPaused

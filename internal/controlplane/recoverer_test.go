@@ -234,3 +234,41 @@ func TestRecoverer_RecoverRun_entryPrecedesTheRequeue(t *testing.T) {
 	require.True(t, st.entryFirst["r1"], "the run was claimable before its recovery entry was written")
 	require.Equal(t, []string{messages.KindRecovery}, kinds(t, st, "r1"))
 }
+
+// cancelAfterFence is a store that cancels its caller's context once a fence is written: the
+// node running the round stops right then.
+type cancelAfterFence struct {
+	store.Store
+	cancel context.CancelFunc
+}
+
+func (s *cancelAfterFence) FenceExecution(ctx context.Context, id, owner, fromInstance string) (int64, bool, error) {
+	ep, ok, err := s.Store.FenceExecution(ctx, id, owner, fromInstance)
+	s.cancel()
+	return ep, ok, err
+}
+
+// TestRecoverer_RecoverRun_requeueOutlivesACancelledRound: a round cancelled between the fence
+// and the requeue (its node stopped: dair chaos, "requeue run: ... context canceled") must still
+// requeue the run, or the run stays running on a live instance with a fenced execution.
+func TestRecoverer_RecoverRun_requeueOutlivesACancelledRound(t *testing.T) {
+	ctx := testCtx(t)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st := &cancelAfterFence{Store: openStore(t), cancel: cancel}
+	p := newPlane(t, st)
+	_, _, err := st.CreateRun(ctx, &messages.SharedRun{SharedRunId: "r1", TenantId: "acme", Status: messages.RunRunning, ExecutionId: "x1",
+		AssignedRuntimeInstanceId: "lost-1", Snapshot: &messages.ExecutionContextSnapshot{TenantId: "acme"}})
+	require.NoError(t, err)
+	require.NoError(t, st.CreateExecution(ctx, &messages.Execution{ExecutionId: "x1", SharedRunId: "r1", Epoch: 1, RuntimeInstanceId: "lost-1",
+		Status: messages.RunRunning}))
+	run, err := st.GetRun(ctx, "r1")
+	require.NoError(t, err)
+	require.NoError(t, p.recoverer.RecoverRun(rctx, run, "runtime-instance-lost"))
+	run, err = st.GetRun(ctx, "r1")
+	require.NoError(t, err)
+	require.Equal(t, messages.RunQueued, run.Status, "fenced, but left running")
+	pending, _, err := st.QueueDepth(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, pending)
+}
