@@ -110,18 +110,37 @@ func (r *Recoverer) Round(ctx context.Context, repair bool) error {
 	if err != nil {
 		return err
 	}
-	suspects := map[string]*Suspicion{}
+	var lost, held []*messages.SharedRun
 	for _, status := range activeStatuses {
 		runs, err := r.st.ListRuns(ctx, store.RunFilter{Status: status, Limit: 100000})
 		if err != nil {
 			return fmt.Errorf("list %s runs: %w", status, err)
 		}
 		for _, run := range runs {
-			if s := r.check(ctx, run, live); s != nil {
-				suspects[run.SharedRunId] = s
+			switch inst := run.AssignedRuntimeInstanceId; {
+			case inst == "":
+			case !live[inst]:
+				lost = append(lost, run)
+			default:
+				held = append(held, run)
 			}
 		}
 	}
+	// The runs of lost instances first: they are what a member loss waits for.
+	eachRun(lost, func(run *messages.SharedRun) {
+		if err := r.RecoverRun(ctx, run, "runtime-instance-lost"); err != nil {
+			r.cfg.Log.Warn("recover run", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
+		}
+	})
+	var mu sync.Mutex // guards suspects
+	suspects := map[string]*Suspicion{}
+	eachRun(held, func(run *messages.SharedRun) {
+		if s := r.checkHeld(ctx, run); s != nil {
+			mu.Lock()
+			suspects[run.SharedRunId] = s
+			mu.Unlock()
+		}
+	})
 	r.mu.Lock()
 	r.suspects = suspects // runs no longer suspect (or gone) are forgotten
 	r.mu.Unlock()
@@ -131,20 +150,30 @@ func (r *Recoverer) Round(ctx context.Context, repair bool) error {
 	return nil
 }
 
-// check recovers run when its instance is gone, its dispatch when it never arrived, or its
-// execution when the live instance no longer has it; it returns the run's suspicion to keep
-// for the next round (nil: none).
-func (r *Recoverer) check(ctx context.Context, run *messages.SharedRun, live map[string]bool) *Suspicion {
-	inst := run.AssignedRuntimeInstanceId
-	switch {
-	case inst == "":
-		return nil
-	case !live[inst]:
-		if err := r.RecoverRun(ctx, run, "runtime-instance-lost"); err != nil {
-			r.cfg.Log.Warn("recover run", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
-		}
-		return nil
-	case run.Status == messages.RunDispatched:
+// roundParallelism is how many runs a round works on at once: each recovery is a few
+// sequential store round trips, and a lost member may leave hundreds of runs.
+const roundParallelism = 16
+
+// eachRun calls fn for every run, roundParallelism at a time, and returns when all returned.
+func eachRun(runs []*messages.SharedRun, fn func(*messages.SharedRun)) {
+	sem := make(chan struct{}, roundParallelism)
+	var wg sync.WaitGroup
+	for _, run := range runs {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			fn(run)
+		}()
+	}
+	wg.Wait()
+}
+
+// checkHeld recovers a run on a live instance whose dispatch never arrived, or whose
+// execution the instance no longer has; it returns the run's suspicion to keep for the next
+// round (nil: none).
+func (r *Recoverer) checkHeld(ctx context.Context, run *messages.SharedRun) *Suspicion {
+	if run.Status == messages.RunDispatched {
 		moved, err := r.recoverLostDispatch(ctx, run)
 		if err != nil {
 			r.cfg.Log.Warn("recover lost dispatch", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
