@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dairuntime/dair/httpapi"
+	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/internal/store/redisstore"
+	"github.com/dairuntime/dair/messages"
+	"github.com/dairuntime/dair/testkit"
+)
+
+// livenessBound is issue 9's recovery bound, whatever the failure detector's profile.
+const livenessBound = 2500 * time.Millisecond
+
+// TestCluster_pausedNodeIsFencedWithinTheLivenessBoundOnLAN: with memberlist's LAN defaults
+// (which report a frozen member lost after 5 s or more), a SIGSTOPped node, which keeps its
+// connections open so no crash probe can tell, is declared lost by dair's own liveness check
+// (its lease in the store lapses) and every execution it held is fenced within 2.5 s.
+func TestCluster_pausedNodeIsFencedWithinTheLivenessBoundOnLAN(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process cluster test")
+	}
+	testkit.RequireRedis(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := testkit.StartRedis(t, testkit.RedisOptions{})
+	pc := testkit.StartProcessCluster(t, testkit.ProcessClusterOptions{Binary: dairBin, N: 3, RedisURL: r.URL(), Profile: "lan"})
+	defer pc.Close()
+	pc.WaitTopology(3)
+	st, err := redisstore.Open(ctx, redisstore.Options{URL: r.URL()})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, st.Close()) }()
+	c := pc.Node(0).Client()
+	_, err = c.PutTenant(ctx, httpapi.Tenant{TenantID: "acme", IsolationMode: messages.IsolationDedicated, RuntimeInstanceIDPrefix: "acme-runtime",
+		MaxRuntimeInstances: 3, WorkerCountPerInstance: 20, MaxConcurrentRunsPerInstance: 10, LocalQueueCapacity: 100})
+	require.NoError(t, err)
+	_, err = c.PutPipeline(ctx, "hold", []byte(holdPipeline))
+	require.NoError(t, err)
+	for i := 0; i < 30; i++ {
+		_, err := pc.Nodes()[i%3].Client().Submit(ctx, httpapi.SubmitRequest{Pipeline: "hold", TenantID: "acme"})
+		require.NoError(t, err)
+	}
+	// Wait until the runs are spread and running; the victim is the node holding the most.
+	var held map[string]int64 // execution id → epoch on the victim
+	var victim *testkit.ProcessNode
+	testkit.Eventually(t, time.Minute, 50*time.Millisecond, func() bool {
+		insts, err := st.ListInstances(ctx)
+		if err != nil || len(insts) < 2 {
+			return false
+		}
+		load, on := map[string]int32{}, map[string]string{}
+		for _, d := range insts {
+			load[d.HostId] += d.RunningRunCount
+			on[d.RuntimeInstanceId] = d.HostId
+		}
+		for _, n := range pc.Nodes() {
+			if victim == nil || load[n.ID()] > load[victim.ID()] {
+				victim = n
+			}
+		}
+		runs, err := st.ListRuns(ctx, store.RunFilter{TenantID: "acme", Status: messages.RunRunning, Limit: 100})
+		if err != nil || len(runs) < 30 {
+			return false
+		}
+		held = map[string]int64{}
+		for _, run := range runs {
+			if on[run.AssignedRuntimeInstanceId] != victim.ID() {
+				continue
+			}
+			x, _, err := st.GetExecution(ctx, run.ExecutionId)
+			if err != nil {
+				return false
+			}
+			held[run.ExecutionId] = x.Epoch
+		}
+		return len(held) > 0
+	}, "30 runs running, some on the victim")
+
+	paused := time.Now()
+	victim.Stop()
+	defer victim.Cont()
+	testkit.Eventually(t, 30*time.Second, 20*time.Millisecond, func() bool {
+		for id, epoch := range held {
+			x, _, err := st.GetExecution(ctx, id)
+			if err != nil || x.Epoch == epoch {
+				return false
+			}
+		}
+		return true
+	}, "the paused node's executions fenced")
+	took := time.Since(paused)
+	t.Logf("%d executions of the paused node fenced %s after the SIGSTOP", len(held), took.Round(time.Millisecond))
+	require.LessOrEqual(t, took, livenessBound, "fenced later than the bound: the liveness check did not declare the paused node lost")
+}
