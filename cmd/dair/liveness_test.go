@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,4 +97,73 @@ func TestCluster_pausedNodeIsFencedWithinTheLivenessBoundOnLAN(t *testing.T) {
 	took := time.Since(paused)
 	t.Logf("%d executions of the paused node fenced %s after the SIGSTOP", len(held), took.Round(time.Millisecond))
 	require.LessOrEqual(t, took, livenessBound, "fenced later than the bound: the liveness check did not declare the paused node lost")
+}
+
+// TestCluster_redisRestartDeclaresNoNodeLost: Redis is down longer than the liveness TTL, so
+// every node's liveness lease lapses and no node can renew. When the store comes back, no node
+// may take its peers for lost (each first renews its own lease for a whole TTL, during which
+// the peers renew theirs); otherwise every store outage would restart the whole cluster.
+func TestCluster_redisRestartDeclaresNoNodeLost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process cluster test")
+	}
+	testkit.RequireRedis(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := testkit.StartRedis(t, testkit.RedisOptions{AOF: true})
+	pc := testkit.StartProcessCluster(t, testkit.ProcessClusterOptions{Binary: dairBin, N: 3, RedisURL: r.URL()})
+	defer pc.Close()
+	pc.WaitTopology(3)
+	c := pc.Node(0).Client()
+	_, err := c.PutTenant(ctx, acmeTenant())
+	require.NoError(t, err)
+	_, err = c.PutPipeline(ctx, "one", []byte(echoPipeline))
+	require.NoError(t, err)
+	runOnce := func() {
+		t.Helper()
+		var s *httpapi.SubmitResponse
+		testkit.EventuallyErr(t, 30*time.Second, func() error { // 503 until the store answers again
+			var err error
+			s, err = c.Submit(ctx, httpapi.SubmitRequest{Pipeline: "one", TenantID: "acme"})
+			return err
+		}, "submit")
+		done := waitAll(t, ctx, c, []string{s.SharedRunID}, time.Minute)
+		require.Equal(t, messages.RunSucceeded, done[s.SharedRunID].Status)
+	}
+	runOnce() // every node has seen its peers' leases by now
+	lostLines := func() []string {
+		var lines []string
+		for _, n := range pc.Nodes() {
+			for _, l := range strings.Split(n.Logs(), "\n") {
+				if strings.Contains(l, "liveness check") || strings.Contains(l, "declared dead") {
+					lines = append(lines, n.ID()+": "+l)
+				}
+			}
+		}
+		return lines
+	}
+	require.Empty(t, lostLines())
+
+	require.NoError(t, r.Kill())
+	killed := time.Now()
+	// The outage lasts past two liveness TTLs (1 s) and until every node has felt it.
+	testkit.Eventually(t, 30*time.Second, 50*time.Millisecond, func() bool {
+		if time.Since(killed) < 2500*time.Millisecond {
+			return false
+		}
+		for _, n := range pc.Nodes() {
+			if !strings.Contains(n.Logs(), "connection refused") {
+				return false
+			}
+		}
+		return true
+	}, "every node saw the store down")
+	require.NoError(t, r.Restart())
+	restarted := time.Now()
+	runOnce()
+	// Any wrong verdict comes within a TTL and a check of the store's return; watch for three.
+	testkit.Eventually(t, 30*time.Second, 50*time.Millisecond, func() bool {
+		require.Empty(t, lostLines(), "a node was taken for lost after the store came back")
+		return time.Since(restarted) > 3*time.Second
+	}, "no node taken for lost")
 }
