@@ -167,3 +167,102 @@ func TestCluster_redisRestartDeclaresNoNodeLost(t *testing.T) {
 		return time.Since(restarted) > 3*time.Second
 	}, "no node taken for lost")
 }
+
+// TestCluster_scaleOutAfterAPauseSkipsThePausedMember: a dedicated tenant's only instance is
+// on a node that gets SIGSTOPped. Its runs need a new instance; the paused member is still in
+// memberlist's view and, its instances gone from the registry, looks the least loaded. The
+// scale-out must place the instance elsewhere, not wait out a create request to a frozen node.
+func TestCluster_scaleOutAfterAPauseSkipsThePausedMember(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process cluster test")
+	}
+	testkit.RequireRedis(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := testkit.StartRedis(t, testkit.RedisOptions{})
+	pc := testkit.StartProcessCluster(t, testkit.ProcessClusterOptions{Binary: dairBin, N: 3, RedisURL: r.URL(), Profile: "lan"})
+	defer pc.Close()
+	pc.WaitTopology(3)
+	st, err := redisstore.Open(ctx, redisstore.Options{URL: r.URL()})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, st.Close()) }()
+	c := pc.Node(0).Client()
+	_, err = c.PutTenant(ctx, httpapi.Tenant{TenantID: "solo", IsolationMode: messages.IsolationDedicated, RuntimeInstanceIDPrefix: "solo-runtime",
+		MaxRuntimeInstances: 2, WorkerCountPerInstance: 20, MaxConcurrentRunsPerInstance: 10, LocalQueueCapacity: 100})
+	require.NoError(t, err)
+	_, err = c.PutPipeline(ctx, "hold", []byte(holdPipeline))
+	require.NoError(t, err)
+	// One run first, so that the scale-out creates one instance; the others fill its slots.
+	var ids []string
+	submit := func() {
+		t.Helper()
+		s, err := c.Submit(ctx, httpapi.SubmitRequest{Pipeline: "hold", TenantID: "solo"})
+		require.NoError(t, err)
+		ids = append(ids, s.SharedRunID)
+	}
+	running := func() (map[string]*messages.SharedRun, bool) {
+		runs := map[string]*messages.SharedRun{}
+		for _, id := range ids {
+			run, err := st.GetRun(ctx, id)
+			if err != nil || run.Status != messages.RunRunning {
+				return nil, false
+			}
+			runs[id] = run
+		}
+		return runs, true
+	}
+	submit()
+	testkit.Eventually(t, time.Minute, 50*time.Millisecond, func() bool { _, ok := running(); return ok }, "the first run running")
+	for i := 0; i < 4; i++ {
+		submit()
+	}
+	var victim *testkit.ProcessNode
+	last := map[string]int64{} // run id → last ledger seq before the pause
+	insts := map[string]bool{}
+	testkit.Eventually(t, time.Minute, 50*time.Millisecond, func() bool {
+		runs, ok := running()
+		if !ok {
+			return false
+		}
+		clear(insts)
+		for id, run := range runs {
+			insts[run.AssignedRuntimeInstanceId] = true
+			d, err := st.GetInstance(ctx, run.AssignedRuntimeInstanceId)
+			if err != nil {
+				return false
+			}
+			victim = pc.NodeByID(d.HostId)
+			entries, err := st.ReadLedger(ctx, id, 0, 0)
+			if err != nil || len(entries) == 0 {
+				return false
+			}
+			last[id] = entries[len(entries)-1].Seq
+		}
+		return true
+	}, "the tenant's runs running")
+	require.Len(t, insts, 1, "the runs share one instance")
+
+	paused := time.Now()
+	victim.Stop()
+	defer victim.Cont()
+	testkit.Eventually(t, time.Minute, 20*time.Millisecond, func() bool {
+		for id, seq := range last {
+			entries, err := st.ReadLedger(ctx, id, seq, 0)
+			if err != nil {
+				return false
+			}
+			for _, e := range entries {
+				if e.Kind == messages.KindRecovery && e.Reason == "resumed-from-committed-steps" {
+					delete(last, id)
+					break
+				}
+			}
+		}
+		return len(last) == 0
+	}, "the paused node's runs resumed on a new instance")
+	took := time.Since(paused)
+	t.Logf("runs resumed on a new instance %s after the SIGSTOP", took.Round(time.Millisecond))
+	// Liveness (about 1 s) and a scale-out; a create request sent to the frozen member would
+	// add its 5 s timeout.
+	require.Less(t, took, 4*time.Second, "the scale-out waited on the paused member")
+}
