@@ -245,6 +245,18 @@ func TestCluster_scaleOutAfterAPauseSkipsThePausedMember(t *testing.T) {
 	paused := time.Now()
 	victim.Stop()
 	defer victim.Cont()
+	waitResumed(t, ctx, st, last)
+	took := time.Since(paused)
+	t.Logf("runs resumed on a new instance %s after the SIGSTOP", took.Round(time.Millisecond))
+	// Liveness (about 1 s) and a scale-out; a create request sent to the frozen member would
+	// add its 5 s timeout.
+	require.Less(t, took, 4*time.Second, "the scale-out waited on the paused member")
+}
+
+// waitResumed waits until every run of last (run id → ledger seq before the fault) has a
+// recovery entry "resumed-from-committed-steps" after that seq.
+func waitResumed(t *testing.T, ctx context.Context, st store.Store, last map[string]int64) {
+	t.Helper()
 	testkit.Eventually(t, time.Minute, 20*time.Millisecond, func() bool {
 		for id, seq := range last {
 			entries, err := st.ReadLedger(ctx, id, seq, 0)
@@ -260,9 +272,4 @@ func TestCluster_scaleOutAfterAPauseSkipsThePausedMember(t *testing.T) {
 		}
 		return len(last) == 0
 	}, "the paused node's runs resumed on a new instance")
-	took := time.Since(paused)
-	t.Logf("runs resumed on a new instance %s after the SIGSTOP", took.Round(time.Millisecond))
-	// Liveness (about 1 s) and a scale-out; a create request sent to the frozen member would
-	// add its 5 s timeout.
-	require.Less(t, took, 4*time.Second, "the scale-out waited on the paused member")
 }
