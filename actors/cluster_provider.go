@@ -119,8 +119,10 @@ func (h *clusterHost) CreateInstance(ctx context.Context, id string, settings *m
 }
 
 // target picks the runtime member hosting the fewest live instances (ties by id), skipping
-// members whose remote endpoint refuses connections: a crashed member stays in memberlist's
-// view until its failure detector fires.
+// the members this node declared lost and those whose remote endpoint refuses connections: a
+// lost member stays in memberlist's view until its failure detector fires (a paused one
+// would take the request and never answer, and hosts no instance any more, so it would look
+// the least loaded).
 func (h *clusterHost) target(ctx context.Context) (cluster.Member, error) {
 	insts, err := h.env.st.ListInstances(ctx)
 	if err != nil {
@@ -132,7 +134,7 @@ func (h *clusterHost) target(ctx context.Context) (cluster.Member, error) {
 	}
 	var cands []cluster.Member
 	for _, m := range h.members.Members() {
-		if m.HasRole(RoleRuntime) {
+		if _, lost := h.env.lost.Load(m.ID); m.HasRole(RoleRuntime) && !lost {
 			cands = append(cands, m)
 		}
 	}

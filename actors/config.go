@@ -73,6 +73,14 @@ type Config struct {
 	DefaultStepTimeout time.Duration
 	// RecoveryInterval is the recovery coordinator's tick. Default 1s.
 	RecoveryInterval time.Duration
+	// LivenessTTL is the length of the liveness lease each node of a cluster renews against
+	// the store; a peer that has not renewed it for LivenessTTL (while this node's own
+	// renewals went through) is declared lost, whatever the gossip's timing. Default 1s.
+	LivenessTTL time.Duration
+	// LivenessInterval is how often a node renews its liveness lease and checks its peers'
+	// (lease, and a connection attempt to their actor endpoint: refused means the process is
+	// gone). Default LivenessTTL/4.
+	LivenessInterval time.Duration
 	// ScaleOutProvider is the configured default scale-out provider. Default "local".
 	ScaleOutProvider string
 	// ScaleOutCooldown keeps a failed scale-out counting as pending. Default 2s.
@@ -157,6 +165,11 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.PumpInterval, 100*time.Millisecond)
 	def(&c.DefaultStepTimeout, 5*time.Minute)
 	def(&c.RecoveryInterval, time.Second)
+	def(&c.LivenessTTL, time.Second)
+	def(&c.LivenessInterval, c.LivenessTTL/4)
+	if c.LivenessInterval >= c.LivenessTTL {
+		return c, fmt.Errorf("actors: config: LivenessInterval %s must be shorter than LivenessTTL %s", c.LivenessInterval, c.LivenessTTL)
+	}
 	def(&c.ScaleOutCooldown, 2*time.Second)
 	if c.PumpBatch <= 0 {
 		c.PumpBatch = 128

@@ -40,6 +40,9 @@ type env struct {
 	group *workgroup.Group
 	// dead is set once the cluster declared this incarnation dead: its runs belong to others.
 	dead atomic.Bool
+	// lost holds the ids of the members this node declared lost (member id → true): scale-out
+	// places nothing on them while memberlist still lists them.
+	lost sync.Map
 	// agentNode is the node once its agent runtime has started (agent_steps.go).
 	agentNode atomic.Pointer[Node]
 }

@@ -210,3 +210,72 @@ func TestNode_restartReleasesItsPumpsClaims(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, messages.RunSucceeded, done.Status, done.FailureReason)
 }
+
+// TestNode_runningRunWithNoLiveExecutionIsRecovered: a run is running at epoch 1 on an
+// instance the registry shows live, with a step started, but no execution of it is alive
+// anywhere (its activation stopped without the run being moved; or the instance id now names
+// a later incarnation's instance, which never had it). This is the state a chaos run left
+// stuck forever (seed 1, CI): recovery only looked at whether the instance was live. The
+// instance does not extend a hold on a run it does not have, so recovery fences the execution
+// and requeues the run; it resumes with the same ExecutionId at the next epoch.
+func TestNode_runningRunWithNoLiveExecutionIsRecovered(t *testing.T) {
+	for _, backend := range []testkit.Backend{testkit.BackendEmbedded, testkit.BackendRedis} {
+		t.Run(string(backend), func(t *testing.T) {
+			if backend == testkit.BackendRedis {
+				testkit.RequireRedis(t)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			n := testkit.StartNode(t, testkit.NodeOptions{Backend: backend})
+			_, err := n.PutPipeline(ctx, []byte(napSteps))
+			require.NoError(t, err)
+			run, err := n.Submit(ctx, actors.SubmitRequest{Pipeline: "naps", Snapshot: &messages.ExecutionContextSnapshot{TenantId: "acme", Source: "test"}})
+			require.NoError(t, err)
+			first, err := n.Await(ctx, run.SharedRunId)
+			require.NoError(t, err)
+			require.Equal(t, messages.RunSucceeded, first.Status, first.FailureReason)
+			st := n.Store()
+			inst := first.AssignedRuntimeInstanceId
+
+			orphan := like(first, "orphan", messages.RunRunning, inst)
+			orphan.ExecutionId = "exec-orphan"
+			_, created, err := st.CreateRun(ctx, orphan)
+			require.NoError(t, err)
+			require.True(t, created)
+			require.NoError(t, st.CreateExecution(ctx, &messages.Execution{ExecutionId: "exec-orphan", SharedRunId: "orphan",
+				RuntimeInstanceId: inst, PipelineKey: first.Pipeline, PipelineHash: first.PipelineHash, Epoch: 1,
+				Status: messages.RunRunning, Snapshot: first.Snapshot, Input: first.Input, Owner: "gone"}))
+			ok, err := st.Reserve(ctx, inst, "orphan", 100, 30*time.Second) // the pump's hold, long before
+			require.NoError(t, err)
+			require.True(t, ok)
+
+			actx, acancel := context.WithTimeout(ctx, 15*time.Second) // < the 30 s hold
+			defer acancel()
+			done, err := n.Await(actx, "orphan")
+			require.NoError(t, err, "the run stayed %s", runStatus(ctx, n, "orphan"))
+			require.Equal(t, messages.RunSucceeded, done.Status, done.FailureReason)
+			require.Equal(t, "exec-orphan", done.ExecutionId, "the execution id is kept")
+			x, _, err := st.GetExecution(ctx, "exec-orphan")
+			require.NoError(t, err)
+			require.Greater(t, x.Epoch, int64(1), "fenced: the stale activation can no longer commit")
+			_, entries, err := n.Ledger(ctx, "orphan", 0)
+			require.NoError(t, err)
+			recovered := 0
+			for _, e := range entries {
+				if e.Kind == messages.KindRecovery && e.Reason == "execution-lost" {
+					recovered++
+				}
+			}
+			require.Equal(t, 1, recovered, "one execution-lost recovery")
+		})
+	}
+}
+
+// runStatus is the run's status for a failure message.
+func runStatus(ctx context.Context, n *actors.Node, id string) string {
+	r, err := n.Store().GetRun(ctx, id)
+	if err != nil {
+		return err.Error()
+	}
+	return r.Status
+}

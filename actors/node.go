@@ -41,6 +41,7 @@ type Node struct {
 	stopOnce  sync.Once
 	stopErr   error
 	deadOnce  sync.Once
+	live      liveness // this node's liveness lease (liveness.go)
 
 	agents *agentRuntime // agent messaging (agent_runtime.go)
 }
@@ -68,6 +69,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		n.abort(ctx)
 		return nil, err
 	}
+	// The liveness lease is taken before the node advertises anything (its peers judge only
+	// members they once saw alive).
+	n.startLiveness(ctx)
 	if cfg.has(RoleControlPlane) {
 		// Queue items this node's pump claimed before a crash come back now, not after the
 		// claims' visibility timeout: that pump is gone.

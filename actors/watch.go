@@ -37,6 +37,7 @@ func (n *Node) watch(ctx context.Context) {
 	defer unsubscribe()
 	crashed, unwatch := n.watchCrashes(ctx)
 	defer unwatch()
+	unanswering := n.watchLiveness(ctx)
 	lost := map[string]bool{} // members already declared dead by this loop
 	tk := time.NewTicker(e.cfg.HeartbeatInterval)
 	defer tk.Stop()
@@ -48,6 +49,11 @@ func (n *Node) watch(ctx context.Context) {
 			if !lost[m.ID] {
 				lost[m.ID] = true
 				e.log.Warn("cluster member crashed: its remote endpoint refuses connections", zap.String("member", m.ID), zap.String("node", m.NodeID))
+				n.memberLost(ctx, m)
+			}
+		case m := <-unanswering:
+			if !lost[m.ID] {
+				lost[m.ID] = true
 				n.memberLost(ctx, m)
 			}
 		case ev := <-events:
@@ -112,6 +118,7 @@ func (n *Node) watchCrashes(ctx context.Context) (<-chan cluster.Member, func())
 // memberLost declares a lost member dead and, on a control-plane node, runs a recovery round
 // (taking over the recovery lease if the lost member held it).
 func (n *Node) memberLost(ctx context.Context, m cluster.Member) {
+	n.env.lost.Store(m.ID, true)
 	ctx, cancel := context.WithTimeout(ctx, memberLostTimeout)
 	defer cancel()
 	n.plane.recoverer.MemberLost(ctx, m.ID, m.NodeID, n.env.cfg.has(RoleControlPlane))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -58,8 +60,10 @@ type recoveryResult struct {
 // BenchmarkClusterRecovery measures, over several trials on a fresh 3-node process cluster
 // each, the time from SIGKILLing the node that holds the most of ~1,000 in-flight executions
 // until every execution it held has resumed on a survivor (its run's ledger shows a recovery
-// entry "resumed-from-committed-steps"). /local uses the tuned failure-detection profile (5
-// trials), /lan memberlist's LAN defaults (2 trials).
+// entry "resumed-from-committed-steps"). /local uses the tuned failure-detection profile, /lan
+// memberlist's LAN defaults, and /paused the LAN defaults with the node SIGSTOPped instead of
+// killed (it keeps its connections open, so only dair's liveness check can tell); 5 trials
+// each. Targets (issue 9): p50 ≤ 1.5 s, max ≤ 2.5 s on every sub-benchmark.
 //
 // Every trial that reaches the kill counts. A trial whose recovery stalled (not every execution
 // resumed a minute after the kill) is a failed trial: it is counted in stalled-trials, logged
@@ -76,10 +80,11 @@ func BenchmarkClusterRecovery(b *testing.B) {
 	r := testkit.StartRedis(b, testkit.RedisOptions{})
 	db := 0
 	for _, tc := range []struct {
-		profile string
-		trials  int
-	}{{"local", 5}, {"lan", 2}} {
-		b.Run(tc.profile, func(b *testing.B) {
+		name, profile string
+		pause         bool
+		trials        int
+	}{{"local", "local", false, 5}, {"lan", "lan", false, 5}, {"paused", "lan", true, 5}} {
+		b.Run(tc.name, func(b *testing.B) {
 			var (
 				took                     []time.Duration
 				resumed, stalled, setups int
@@ -87,22 +92,22 @@ func BenchmarkClusterRecovery(b *testing.B) {
 			for i := 0; i < tc.trials; {
 				db++ // a fresh key space per trial
 				url := fmt.Sprintf("redis://%s/%d", r.Addr(), db)
-				res, err := recoveryTrial(b, url, tc.profile)
+				res, err := recoveryTrial(b, url, tc.profile, tc.pause)
 				if err != nil {
 					if setups++; setups > 2 {
-						b.Fatalf("trial %d (%s): setup failed %d times, last: %v", i+1, tc.profile, setups, err)
+						b.Fatalf("trial %d (%s): setup failed %d times, last: %v", i+1, tc.name, setups, err)
 					}
-					b.Logf("trial %d (%s): setup failed, run again: %v", i+1, tc.profile, err)
+					b.Logf("trial %d (%s): setup failed, run again: %v", i+1, tc.name, err)
 					continue
 				}
 				i++
 				if res.stalled > 0 {
 					stalled++
 					b.Logf("trial %d (%s): FAILED: recovery stalled: %d of %d executions not resumed %s after the kill: %s",
-						i, tc.profile, res.stalled, res.held, recoveryStall, res.detail)
+						i, tc.name, res.stalled, res.held, recoveryStall, res.detail)
 					continue
 				}
-				b.Logf("trial %d (%s): %d executions resumed elsewhere %s after the kill", i, tc.profile, res.held, res.took.Round(time.Millisecond))
+				b.Logf("trial %d (%s): %d executions resumed elsewhere %s after the fault", i, tc.name, res.held, res.took.Round(time.Millisecond))
 				took = append(took, res.took)
 				resumed += res.held
 			}
@@ -119,11 +124,12 @@ func BenchmarkClusterRecovery(b *testing.B) {
 	}
 }
 
-// recoveryTrial runs one trial on the store at url and returns the time from the kill until
+// recoveryTrial runs one trial on the store at url and returns the time from the kill (pause:
+// the SIGSTOP) until
 // every execution of the victim resumed and how many there were, or, when recovery stalled,
 // how many had not resumed recoveryStall after the kill. It returns an error only when the
 // setup failed: the cluster did not get recoveryReady executions running within 30 s.
-func recoveryTrial(b *testing.B, url, profile string) (recoveryResult, error) {
+func recoveryTrial(b *testing.B, url, profile string, pause bool) (recoveryResult, error) {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -208,8 +214,13 @@ func recoveryTrial(b *testing.B, url, profile string) (recoveryResult, error) {
 	}
 	held := len(after)
 
-	victim.Kill()
 	killed := time.Now()
+	if pause {
+		victim.Stop()
+		defer victim.Cont()
+	} else {
+		victim.Kill()
+	}
 	if err := testkit.WaitFor(ctx, 5*time.Millisecond, func() (bool, error) {
 		if time.Since(killed) > recoveryStall {
 			return false, errStalled
@@ -234,7 +245,27 @@ func recoveryTrial(b *testing.B, url, profile string) (recoveryResult, error) {
 		}
 		return recoveryResult{took: recoveryStall, held: held, stalled: len(after), detail: stuckRuns(ctx, st, after)}, nil
 	}
-	return recoveryResult{took: time.Since(killed), held: held}, nil
+	took := time.Since(killed)
+	if took > 2500*time.Millisecond {
+		keepLogs(b, pc)
+	}
+	return recoveryResult{took: took, held: held}, nil
+}
+
+// keepLogs writes the nodes' logs of a slow trial to files that outlive the benchmark and
+// logs where they are.
+func keepLogs(b *testing.B, pc *testkit.ProcessCluster) {
+	dir, err := os.MkdirTemp("", "dair-recovery-")
+	if err != nil {
+		b.Logf("keep logs: %v", err)
+		return
+	}
+	for _, n := range pc.Nodes() {
+		if err := os.WriteFile(filepath.Join(dir, n.ID()+".log"), []byte(n.Logs()), 0o600); err != nil {
+			b.Logf("keep logs: %v", err)
+		}
+	}
+	b.Logf("slow trial: node logs in %s", dir)
 }
 
 // errStalled ends the wait of a trial whose recovery stalled.

@@ -77,6 +77,7 @@ func newNodeCmd(a *app) *cobra.Command {
 	fs.StringVar(&o.HTTPAddr, "http", o.HTTPAddr, "HTTP API listen address")
 	fs.IntVar(&o.ActorPort, "actor-port", 0, "actor remote port (0: chosen)")
 	fs.StringVar(&o.ClusterProfile, "cluster-profile", "lan", "failure detection: lan (memberlist defaults) or local (probe 250ms)")
+	fs.DurationVar(&o.LivenessTTL, "liveness-ttl", 0, "liveness lease in the store: a member that has not renewed it for this long is declared lost (0: 1s)")
 	fs.StringVar(&o.GossipKeyFile, "gossip-key-file", "", "memberlist encryption key file (16/24/32 bytes, raw or base64); required off loopback")
 	fs.StringVar(&o.TLSCert, "tls-cert", "", "PEM certificate of this node for mutual TLS between nodes (with --tls-key and --tls-ca)")
 	fs.StringVar(&o.TLSKey, "tls-key", "", "PEM private key of --tls-cert")

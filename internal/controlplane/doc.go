@@ -5,8 +5,10 @@
 //     reservation and delivery through the provider router (dispatcher.go, delivery.go).
 //   - Scaler: durable scale-out requests, their processing under a renewed lease, and the
 //     requeue of the runs parked on them (scaler.go).
-//   - Recoverer: lost members (tombstones), lost instances and lost dispatches, fencing by
-//     epoch, and repair of runs a crash left between two writes (recoverer.go).
+//   - Recoverer: lost members (tombstones), lost instances, lost dispatches and runs whose
+//     execution is alive nowhere (JudgeOrphan, orphans.go), fencing by epoch, and repair of
+//     runs a crash left between two writes (recoverer.go); the members' liveness leases and
+//     the pure verdict on a peer (JudgeMember, liveness.go).
 //   - Reconciler: instance health (stale heartbeats, open circuits) and replacement capacity
 //     (reconciler.go); Circuits is the dispatch breaker both share (circuits.go).
 //   - Lifecycle: the per-tenant runtime lifecycle of seed 001: admission hook, cold start,

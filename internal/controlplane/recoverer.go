@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -79,6 +80,9 @@ func (c RecovererConfig) withDefaults() RecovererConfig {
 type Recoverer struct {
 	st  RecovererStore
 	cfg RecovererConfig
+
+	mu       sync.Mutex            // guards suspects
+	suspects map[string]*Suspicion // active runs on live instances whose hold was stale, by run id
 }
 
 // NewRecoverer returns a recoverer over st.
@@ -86,7 +90,7 @@ func NewRecoverer(st RecovererStore, cfg RecovererConfig) (*Recoverer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Recoverer{st: st, cfg: cfg.withDefaults()}, nil
+	return &Recoverer{st: st, cfg: cfg.withDefaults(), suspects: map[string]*Suspicion{}}, nil
 }
 
 // activeStatuses are the statuses of a run that an instance holds.
@@ -106,35 +110,114 @@ func (r *Recoverer) Round(ctx context.Context, repair bool) error {
 	if err != nil {
 		return err
 	}
+	var lost, held []*messages.SharedRun
 	for _, status := range activeStatuses {
 		runs, err := r.st.ListRuns(ctx, store.RunFilter{Status: status, Limit: 100000})
 		if err != nil {
 			return fmt.Errorf("list %s runs: %w", status, err)
 		}
 		for _, run := range runs {
-			r.check(ctx, run, live)
+			switch inst := run.AssignedRuntimeInstanceId; {
+			case inst == "":
+			case !live[inst]:
+				lost = append(lost, run)
+			default:
+				held = append(held, run)
+			}
 		}
 	}
+	// The runs of lost instances first: they are what a member loss waits for.
+	eachRun(lost, func(run *messages.SharedRun) {
+		if err := r.RecoverRun(ctx, run, "runtime-instance-lost"); err != nil {
+			r.cfg.Log.Warn("recover run", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
+		}
+	})
+	var mu sync.Mutex // guards suspects
+	suspects := map[string]*Suspicion{}
+	eachRun(held, func(run *messages.SharedRun) {
+		if s := r.checkHeld(ctx, run); s != nil {
+			mu.Lock()
+			suspects[run.SharedRunId] = s
+			mu.Unlock()
+		}
+	})
+	r.mu.Lock()
+	r.suspects = suspects // runs no longer suspect (or gone) are forgotten
+	r.mu.Unlock()
 	if repair {
 		return r.Repair(ctx)
 	}
 	return nil
 }
 
-// check recovers run when its instance is gone, or its dispatch when it never arrived.
-func (r *Recoverer) check(ctx context.Context, run *messages.SharedRun, live map[string]bool) {
-	inst := run.AssignedRuntimeInstanceId
-	switch {
-	case inst == "":
-	case !live[inst]:
-		if err := r.RecoverRun(ctx, run, "runtime-instance-lost"); err != nil {
-			r.cfg.Log.Warn("recover run", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
-		}
-	case run.Status == messages.RunDispatched:
-		if err := r.RecoverLostDispatch(ctx, run); err != nil {
+// roundParallelism is how many runs a round works on at once: each recovery is a few
+// sequential store round trips, and a lost member may leave hundreds of runs.
+const roundParallelism = 16
+
+// eachRun calls fn for every run, roundParallelism at a time, and returns when all returned.
+func eachRun(runs []*messages.SharedRun, fn func(*messages.SharedRun)) {
+	sem := make(chan struct{}, roundParallelism)
+	var wg sync.WaitGroup
+	for _, run := range runs {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			fn(run)
+		}()
+	}
+	wg.Wait()
+}
+
+// checkHeld recovers a run on a live instance whose dispatch never arrived, or whose
+// execution the instance no longer has; it returns the run's suspicion to keep for the next
+// round (nil: none).
+func (r *Recoverer) checkHeld(ctx context.Context, run *messages.SharedRun) *Suspicion {
+	if run.Status == messages.RunDispatched {
+		moved, err := r.recoverLostDispatch(ctx, run)
+		if err != nil {
 			r.cfg.Log.Warn("recover lost dispatch", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
 		}
+		if moved || err != nil {
+			return nil
+		}
 	}
+	s, err := r.recoverOrphan(ctx, run)
+	if err != nil {
+		r.cfg.Log.Warn("recover lost execution", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
+	}
+	return s
+}
+
+// orphanRules are the timings of JudgeOrphan for this recoverer's heartbeat and hold TTL.
+func (r *Recoverer) orphanRules() OrphanRules {
+	return OrphanRules{TTL: r.cfg.ReservationTTL, Stale: 2*r.cfg.HeartbeatInterval + lostDispatchSlack,
+		Confirm: r.cfg.HeartbeatInterval + lostDispatchSlack}
+}
+
+// recoverOrphan recovers an active run on a live instance that no longer has it: no execution
+// of the run is alive anywhere (it stopped without its run being moved, or the instance id now
+// names another incarnation's instance). The instance extends the hold of every run it has at
+// each heartbeat; a hold left stale over two rounds (see JudgeOrphan) fences the execution
+// (same ExecutionId, next epoch) and requeues the run, ledger "recovery" with reason
+// "execution-lost". It returns the run's suspicion to keep for the next round.
+func (r *Recoverer) recoverOrphan(ctx context.Context, run *messages.SharedRun) (*Suspicion, error) {
+	until, err := r.st.ReservationExpiry(ctx, run.AssignedRuntimeInstanceId, run.SharedRunId)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	prev := r.suspects[run.SharedRunId]
+	r.mu.Unlock()
+	// The hold is stamped by the store's clock (wall time), not by the node's.
+	verdict, s := JudgeOrphan(time.Now(), Hold{Until: until}, prev, r.orphanRules())
+	if verdict != OrphanLost {
+		return s, nil
+	}
+	r.cfg.Log.Warn("no execution of the run is alive on its instance; recovering it", zap.String("tenant_id", run.TenantId),
+		zap.String("shared_run_id", run.SharedRunId), zap.String("runtime_instance_id", run.AssignedRuntimeInstanceId),
+		zap.String("execution_id", run.ExecutionId), zap.String("status", run.Status))
+	return nil, r.RecoverRun(ctx, run, "execution-lost")
 }
 
 // liveInstances returns the ids of the registry's serving instances, dropping the entries an
@@ -162,6 +245,9 @@ func (r *Recoverer) liveInstances(ctx context.Context) (map[string]bool, error) 
 	return live, nil
 }
 
+// requeueTimeout bounds the requeue that follows a fence, which outlives its caller's context.
+const requeueTimeout = 10 * time.Second
+
 // RecoverRun fences the run's execution and puts the run back in the shared queue. run may be
 // an old view (the round listed it a while ago; another round may have moved it since): only an
 // execution still on the lost instance, or on none, is fenced, never the activation that
@@ -179,6 +265,11 @@ func (r *Recoverer) RecoverRun(ctx context.Context, run *messages.SharedRun, rea
 			return nil // a newer activation on another instance owns it: the run has moved
 		}
 		epoch = ep
+		// The fence is written: the requeue must follow even if the caller gives up now (a
+		// round cancelled as its node stops left fenced runs running on a live instance).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), requeueTimeout)
+		defer cancel()
 	}
 	moved, err := r.requeueFrom(ctx, run.SharedRunId, lost, func(x *messages.SharedRun) bool {
 		active := x.Status == messages.RunDispatched || x.Status == messages.RunRunning || x.Status == messages.RunPaused
@@ -197,18 +288,20 @@ func (r *Recoverer) RecoverRun(ctx context.Context, run *messages.SharedRun, rea
 }
 
 // requeueFrom puts a run assigned to instance back in the shared queue when take accepts its
-// current record (take may also change it; it is called inside the conditional update), then
-// releases the run's hold on instance, records entry and wakes the pump. It reports whether
-// the run moved.
+// current record (take may also change it; it is called inside the conditional update), with
+// entry appended to the run's ledger in the same store write, then releases the run's hold on
+// instance and wakes the pump. The entry is written before the run can be claimed again, so
+// it precedes in the ledger whatever the run's next activation records (at a higher epoch).
+// It reports whether the run moved.
 func (r *Recoverer) requeueFrom(ctx context.Context, runID, instance string, take func(*messages.SharedRun) bool, entry *messages.LedgerEntry) (bool, error) {
-	moved := false
-	if _, err := r.st.UpdateRun(ctx, runID, func(x *messages.SharedRun) error {
-		moved = x.AssignedRuntimeInstanceId == instance && take(x)
-		if moved {
-			x.Status = messages.RunQueued
+	_, moved, err := r.cfg.Ledger.FinishRun(ctx, runID, entry, func(x *messages.SharedRun) bool {
+		if x.AssignedRuntimeInstanceId != instance || !take(x) {
+			return false
 		}
-		return nil
-	}); err != nil {
+		x.Status = messages.RunQueued
+		return true
+	})
+	if err != nil {
 		return false, fmt.Errorf("requeue run: %w", err)
 	}
 	if !moved {
@@ -221,7 +314,6 @@ func (r *Recoverer) requeueFrom(ctx context.Context, runID, instance string, tak
 	if err := r.st.Enqueue(ctx, runID); err != nil {
 		return true, fmt.Errorf("enqueue run: %w", err)
 	}
-	r.cfg.Ledger.Record(ctx, entry)
 	if r.cfg.OnRequeued != nil {
 		r.cfg.OnRequeued()
 	}
@@ -242,19 +334,25 @@ const lostDispatchSlack = 500 * time.Millisecond
 // gets the dispatch late will not start it (the run is no longer assigned to it), so nothing
 // runs twice.
 func (r *Recoverer) RecoverLostDispatch(ctx context.Context, run *messages.SharedRun) error {
+	_, err := r.recoverLostDispatch(ctx, run)
+	return err
+}
+
+// recoverLostDispatch is RecoverLostDispatch; it also reports whether the run was requeued.
+func (r *Recoverer) recoverLostDispatch(ctx context.Context, run *messages.SharedRun) (bool, error) {
 	// UpdatedAt and the reservation are stamped by the store's clock (wall time), not by the
 	// node's (which tests may move by hours).
 	dispatched := time.Unix(0, run.UpdatedAt)
 	if time.Since(dispatched) < 2*r.cfg.HeartbeatInterval+lostDispatchSlack {
-		return nil
+		return false, nil
 	}
 	inst := run.AssignedRuntimeInstanceId
 	until, err := r.st.ReservationExpiry(ctx, inst, run.SharedRunId)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if until.After(dispatched.Add(r.cfg.ReservationTTL + lostDispatchSlack)) {
-		return nil // the instance has it
+		return false, nil // the instance has it
 	}
 	moved, err := r.requeueFrom(ctx, run.SharedRunId, inst, func(x *messages.SharedRun) bool {
 		if x.Status != messages.RunDispatched || x.Attempts != run.Attempts {
@@ -270,7 +368,7 @@ func (r *Recoverer) RecoverLostDispatch(ctx context.Context, run *messages.Share
 			zap.String("shared_run_id", run.SharedRunId), zap.String("runtime_instance_id", inst),
 			zap.String("pump_runtime_instance_id", run.PumpRuntimeInstanceId))
 	}
-	return err
+	return moved, err
 }
 
 // Repair re-enqueues queued runs (Enqueue is a no-op for items already queued) and requeues

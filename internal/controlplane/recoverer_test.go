@@ -1,6 +1,7 @@
 package controlplane_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -148,4 +149,126 @@ func TestRecoverer_MemberLost_tombstonesTheMember(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, pending)
 	require.Zero(t, claimed)
+}
+
+// TestRecoverer_Round_recoversRunsTheirLiveInstanceNoLongerHolds: a run running on a live
+// instance that does not extend its hold (no execution of it is alive there) is fenced and
+// requeued after its hold was found stale over two rounds; a run whose hold the instance keeps
+// extending is left alone.
+func TestRecoverer_Round_recoversRunsTheirLiveInstanceNoLongerHolds(t *testing.T) {
+	ctx := testCtx(t)
+	st := openStore(t)
+	p := newPlane(t, st)
+	require.NoError(t, st.PutInstance(ctx, ready("alive-1", "", 4), time.Minute))
+	for _, id := range []string{"orphan", "held"} {
+		_, _, err := st.CreateRun(ctx, &messages.SharedRun{SharedRunId: id, TenantId: "acme", Status: messages.RunRunning, ExecutionId: "x-" + id,
+			AssignedRuntimeInstanceId: "alive-1", Snapshot: &messages.ExecutionContextSnapshot{TenantId: "acme"}})
+		require.NoError(t, err)
+		require.NoError(t, st.CreateExecution(ctx, &messages.Execution{ExecutionId: "x-" + id, SharedRunId: id, Epoch: 1,
+			RuntimeInstanceId: "alive-1", Status: messages.RunRunning}))
+		ok, err := st.Reserve(ctx, "alive-1", id, 4, time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	require.NoError(t, p.recoverer.Round(ctx, false))
+	orphan, err := st.GetRun(ctx, "orphan")
+	require.NoError(t, err)
+	require.Equal(t, messages.RunRunning, orphan.Status, "recovered while its hold was fresh")
+
+	deadline := time.Now().Add(5 * time.Second)
+	for orphan.Status == messages.RunRunning && time.Now().Before(deadline) {
+		require.NoError(t, st.RefreshReservations(ctx, "alive-1", []string{"held"}, time.Minute)) // the instance's heartbeat
+		require.NoError(t, p.recoverer.Round(ctx, false))
+		orphan, err = st.GetRun(ctx, "orphan")
+		require.NoError(t, err)
+		time.Sleep(10 * time.Millisecond) // a heartbeat of the simulated instance
+	}
+	require.Equal(t, messages.RunQueued, orphan.Status)
+	require.True(t, orphan.Recovery)
+	x, _, err := st.GetExecution(ctx, "x-orphan")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, x.Epoch, "the lost execution is fenced")
+	require.Equal(t, []string{messages.KindRecovery}, kinds(t, st, "orphan"))
+	held, err := st.GetRun(ctx, "held")
+	require.NoError(t, err)
+	require.Equal(t, messages.RunRunning, held.Status)
+	x, _, err = st.GetExecution(ctx, "x-held")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, x.Epoch)
+}
+
+// enqueueWatch is a store whose Enqueue records whether the run's ledger already held a
+// recovery entry when the run became claimable.
+type enqueueWatch struct {
+	store.Store
+	t          *testing.T
+	entryFirst map[string]bool
+}
+
+func (s *enqueueWatch) Enqueue(ctx context.Context, id string) error {
+	entries, err := s.ReadLedger(ctx, id, 0, 100)
+	require.NoError(s.t, err)
+	for _, e := range entries {
+		if e.Kind == messages.KindRecovery {
+			s.entryFirst[id] = true
+		}
+	}
+	return s.Store.Enqueue(ctx, id)
+}
+
+// TestRecoverer_RecoverRun_entryPrecedesTheRequeue: the recovery entry is in the run's ledger
+// before the run can be claimed again; written after, it could follow the entries of the next
+// activation at a higher epoch (dair chaos seed 2: "recovery at epoch 2 after epoch 3").
+func TestRecoverer_RecoverRun_entryPrecedesTheRequeue(t *testing.T) {
+	ctx := testCtx(t)
+	st := &enqueueWatch{Store: openStore(t), t: t, entryFirst: map[string]bool{}}
+	p := newPlane(t, st)
+	_, _, err := st.CreateRun(ctx, &messages.SharedRun{SharedRunId: "r1", TenantId: "acme", Status: messages.RunRunning, ExecutionId: "x1",
+		AssignedRuntimeInstanceId: "lost-1", Snapshot: &messages.ExecutionContextSnapshot{TenantId: "acme"}})
+	require.NoError(t, err)
+	require.NoError(t, st.CreateExecution(ctx, &messages.Execution{ExecutionId: "x1", SharedRunId: "r1", Epoch: 1, RuntimeInstanceId: "lost-1",
+		Status: messages.RunRunning}))
+	run, err := st.GetRun(ctx, "r1")
+	require.NoError(t, err)
+	require.NoError(t, p.recoverer.RecoverRun(ctx, run, "runtime-instance-lost"))
+	require.True(t, st.entryFirst["r1"], "the run was claimable before its recovery entry was written")
+	require.Equal(t, []string{messages.KindRecovery}, kinds(t, st, "r1"))
+}
+
+// cancelAfterFence is a store that cancels its caller's context once a fence is written: the
+// node running the round stops right then.
+type cancelAfterFence struct {
+	store.Store
+	cancel context.CancelFunc
+}
+
+func (s *cancelAfterFence) FenceExecution(ctx context.Context, id, owner, fromInstance string) (int64, bool, error) {
+	ep, ok, err := s.Store.FenceExecution(ctx, id, owner, fromInstance)
+	s.cancel()
+	return ep, ok, err
+}
+
+// TestRecoverer_RecoverRun_requeueOutlivesACancelledRound: a round cancelled between the fence
+// and the requeue (its node stopped: dair chaos, "requeue run: ... context canceled") must still
+// requeue the run, or the run stays running on a live instance with a fenced execution.
+func TestRecoverer_RecoverRun_requeueOutlivesACancelledRound(t *testing.T) {
+	ctx := testCtx(t)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st := &cancelAfterFence{Store: openStore(t), cancel: cancel}
+	p := newPlane(t, st)
+	_, _, err := st.CreateRun(ctx, &messages.SharedRun{SharedRunId: "r1", TenantId: "acme", Status: messages.RunRunning, ExecutionId: "x1",
+		AssignedRuntimeInstanceId: "lost-1", Snapshot: &messages.ExecutionContextSnapshot{TenantId: "acme"}})
+	require.NoError(t, err)
+	require.NoError(t, st.CreateExecution(ctx, &messages.Execution{ExecutionId: "x1", SharedRunId: "r1", Epoch: 1, RuntimeInstanceId: "lost-1",
+		Status: messages.RunRunning}))
+	run, err := st.GetRun(ctx, "r1")
+	require.NoError(t, err)
+	require.NoError(t, p.recoverer.RecoverRun(rctx, run, "runtime-instance-lost"))
+	run, err = st.GetRun(ctx, "r1")
+	require.NoError(t, err)
+	require.Equal(t, messages.RunQueued, run.Status, "fenced, but left running")
+	pending, _, err := st.QueueDepth(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, pending)
 }

@@ -161,6 +161,7 @@ func (r *clusterRun) startNode(ctx context.Context, mb *member) error {
 	if r.opts.ClusterProfile == string(cluster.ProfileLocal) {
 		cfg.HeartbeatInterval, cfg.HeartbeatTTL, cfg.RecoveryInterval = 250*time.Millisecond, 1500*time.Millisecond, 250*time.Millisecond
 	}
+	cfg.LivenessTTL = r.opts.LivenessTTL
 	node, err := actors.Start(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("server: start node: %w", err)

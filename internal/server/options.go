@@ -97,6 +97,10 @@ type Options struct {
 	// (tuned for one host or a fast LAN: probe 250 ms; the engine's heartbeat and recovery
 	// timings follow). Default lan.
 	ClusterProfile string
+	// LivenessTTL is the node's liveness lease in the store (actors.Config.LivenessTTL): a
+	// member that has not renewed it for this long is declared lost whatever the profile.
+	// 0 means the engine's default (1s).
+	LivenessTTL time.Duration
 	// FaultInjection (tests only) wraps the membership transport in a cluster.FaultTransport
 	// and serves POST /debug/partition and POST /debug/heal to loopback callers, so a test can
 	// cut the node off from the cluster and heal it. Never enable it in production. Default
