@@ -157,7 +157,7 @@ func TestTransport_dispatchFaults(t *testing.T) {
 	t.Run("hang", f.hang)
 	t.Run("fail", f.fail)
 	cp.kill(t)
-	waitNoHosts(t, r.URL())
+	waitNoHosts(t, r.URL(), cp.data)
 }
 
 func (f *faultRig) reject(t *testing.T) {
