@@ -106,3 +106,20 @@ func TestConsumer_reclaimsCommandsOfAStuckConsumer(t *testing.T) {
 	got, _ := healthy.Dispatches()
 	require.Len(t, got, 1, "the healthy consumer carried out the reclaimed command")
 }
+
+// TestProvider_Dispatch_waitsTheWholeTimeoutForAStartingConsumer: a command sent before its
+// instance's consumer runs is answered once the consumer starts, within the attempt's timeout
+// (1.9 s here; the reply wait used to be cut to whole seconds, 1 s, so a replacement host that
+// started consuming 1.2 s later saw its first dispatches time out and its circuit open).
+func TestProvider_Dispatch_waitsTheWholeTimeoutForAStartingConsumer(t *testing.T) {
+	rdb := redisClient(t)
+	b := testkit.NewRuntimeBackend("late")
+	p := rcq.New(rcq.Config{Client: rdb, Remote: remote.Config{Timeout: 1900 * time.Millisecond, Attempts: 1}})
+	start := time.Now()
+	late := time.AfterFunc(1200*time.Millisecond, func() { consume(t, rdb, b, "late", 0) }) // the host comes up late
+	t.Cleanup(func() { late.Stop() })
+	res := p.Dispatch(context.Background(), descriptor("late"), dispatchReq("late"))
+	require.True(t, res.GetOk(), "after %s: %s", time.Since(start).Round(time.Millisecond), res.GetReason())
+	got, _ := b.Dispatches()
+	require.Len(t, got, 1)
+}
