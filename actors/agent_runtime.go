@@ -128,15 +128,25 @@ func (n *Node) startAgents(ctx context.Context) error {
 	return rt.announce(ctx)
 }
 
+// peerAckWait bounds how long announce waits for the other members' routers to acknowledge a
+// catalog. A member that died but is still listed (failure detection takes a second or more)
+// never answers: protoactor fails the request only after its connect retries (about 10 s), and
+// that wait used to hold a node's start (a replacement process host joining right after a
+// crash) and its stop (a process host whose control plane was killed) for the whole time.
+// Routers that miss the push learn the catalog from the node meta and their probes.
+const peerAckWait = time.Second
+
 // announce publishes the current catalog: to the local router (waiting for it), in the node
-// meta and to the routers of the other members (waiting for their acknowledgement until ctx
-// ends or the RPC timeout passes; the others learn it from their probes).
+// meta and to the routers of the other members (waiting for their acknowledgement at most
+// peerAckWait, or until ctx ends or the RPC timeout passes; the others learn it from their
+// probes).
 func (rt *agentRuntime) announce(ctx context.Context) error {
 	cat := rt.catalog.Load()
 	timeout := rt.cfg.RPCTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl))
 	}
+	peerTimeout := min(timeout, peerAckWait)
 	if _, err := rt.system.Root.RequestFuture(rt.router, cat.reg, timeout).Result(); err != nil {
 		return fmt.Errorf("actors: register agent catalog with the local router: %w", err)
 	}
@@ -157,7 +167,7 @@ func (rt *agentRuntime) announce(ctx context.Context) error {
 	for _, m := range rt.members.Members() {
 		if m.ID != rt.selfID {
 			pid := actor.NewPID(m.Address, agentPIDName(m.NodeID)+"/router")
-			futures = append(futures, rt.system.Root.RequestFuture(pid, cat.reg, timeout))
+			futures = append(futures, rt.system.Root.RequestFuture(pid, cat.reg, peerTimeout))
 		}
 	}
 	for _, f := range futures {

@@ -101,3 +101,20 @@ func TestAgent_Stop_failsPendingWorkWhenTheDrainTimesOut(t *testing.T) {
 	}
 	call.Reply(nil)
 }
+
+// TestAgentCluster_Stop_deadPeerDoesNotHoldTheStop: a member killed just before another one
+// stops is still listed (failure detection has not run yet) and never acknowledges the
+// departure announcement; the stop must not wait for it (it used to wait ~10 s, protoactor's
+// connect retries, which kept process hosts alive long after their control plane was killed).
+func TestAgentCluster_Stop_deadPeerDoesNotHoldTheStop(t *testing.T) {
+	c := startPeerCluster(t, peerConfig{ID: "n1"}, peerConfig{ID: "n2"}, peerConfig{ID: "n3"})
+	c.kill(c.peers[0])
+	start := time.Now()
+	must(t, c.peers[1].call(peerRequest{Op: "stop", TimeoutMS: 20000}))
+	took := time.Since(start)
+	c.dead[c.peers[1]] = true
+	t.Logf("stop with a dead, still listed peer took %s", took.Round(time.Millisecond))
+	if took > 6*time.Second {
+		t.Fatalf("stop took %s: it waited for the dead peer", took)
+	}
+}

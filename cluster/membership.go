@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
@@ -69,7 +70,7 @@ func Start(ctx context.Context, system *actor.ActorSystem, cfg Config) (*Members
 	}
 	stopRemote := func(graceful bool) {
 		if !cfg.noServe {
-			r.Shutdown(graceful)
+			stopRemoteBounded(r, graceful, remoteStopWait)
 		}
 	}
 	ccfg := pcluster.Configure(clusterName, prov, disthash.New(), rcfg)
@@ -88,6 +89,34 @@ func Start(ctx context.Context, system *actor.ActorSystem, cfg Config) (*Members
 		return nil, fmt.Errorf("cluster: start member: %w", err)
 	}
 	return &Membership{system: system, stopRemote: stopRemote, cluster: c, provider: prov}, nil
+}
+
+// remoteStopWait bounds protoactor's graceful remote stop. At the pinned version it first stops
+// the endpoint writers, one of which may be blocked in its connect retries to a member that
+// just died (5 attempts 2 s apart, inside the actor), then waits up to 10 s for the gRPC
+// streams of the peers; a process host whose control plane was killed spent ~20 s there.
+const remoteStopWait = 2 * time.Second
+
+// stopRemoteBounded stops r; a graceful stop that takes longer than wait is cut short by a
+// hard stop of the gRPC server (the graceful part still running ends in the background once
+// the blocked endpoint writer gives up).
+func stopRemoteBounded(r *remote.Remote, graceful bool, wait time.Duration) {
+	if !graceful {
+		r.Shutdown(false)
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Shutdown(true)
+	}()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		r.Shutdown(false) // grpc.Server.Stop: the graceful GracefulStop, if started, returns too
+	}
 }
 
 // startRemote starts r, turning its listen panic into ErrRemoteStart.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/dairuntime/dair/client"
 	"github.com/dairuntime/dair/httpapi"
+	"github.com/dairuntime/dair/internal/hostmanager"
 	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/internal/store/redisstore"
 	"github.com/dairuntime/dair/internal/tenancy"
@@ -42,6 +44,7 @@ type serveProc struct {
 	url    string
 	logs   *syncBuffer
 	exited chan error
+	data   string // the data directory of a control plane (process host logs under data/hosts)
 }
 
 // startServeTB starts a serving dair command on a free HTTP port and waits for /readyz.
@@ -74,12 +77,25 @@ func (p *serveProc) kill(tb testing.TB) {
 	p.exited <- err
 }
 
+// stop sends SIGTERM (a clean shutdown: the node stops its process hosts) and waits for the
+// exit (once).
+func (p *serveProc) stop(tb testing.TB) {
+	tb.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		tb.Logf("stop: %v", err)
+	}
+	err := <-p.exited
+	p.exited <- err
+}
+
 // startProcessControlPlane starts a control-plane-only node whose scale-out spawns process hosts.
 func startProcessControlPlane(tb testing.TB, storeURL, data string, extra ...string) *serveProc {
 	tb.Helper()
 	args := append([]string{"node", "--store", storeURL, "--node-id", "cp", "--bind", testkit.FreeAddr(tb), "--cluster-profile", "local",
 		"--roles", "control-plane", "--host-mode", "process", "--data", data}, extra...)
-	return startServeTB(tb, args...)
+	p := startServeTB(tb, args...)
+	p.data = data
+	return p
 }
 
 // hostProc is one process host found in /proc.
@@ -120,11 +136,38 @@ func argValue(args []string, name string) string {
 	return ""
 }
 
-// waitNoHosts waits until no process host of storeURL is left (they must not outlive the node).
-func waitNoHosts(t *testing.T, storeURL string) {
+// waitNoHosts waits until no process host of storeURL is left (they must not outlive the node
+// whose process hosts log under dataDir). A failure names the hosts still alive (pid and
+// instance) with the end of their logs.
+func waitNoHosts(t *testing.T, storeURL, dataDir string) {
 	t.Helper()
-	testkit.Eventually(t, 20*time.Second, 50*time.Millisecond, func() bool { return len(hostProcs(t, storeURL)) == 0 },
-		"process hosts exited with their control plane")
+	start := time.Now()
+	testkit.EventuallyErr(t, 20*time.Second, func() error {
+		left := hostProcs(t, storeURL)
+		if len(left) == 0 {
+			return nil
+		}
+		var b strings.Builder
+		for _, p := range left {
+			fmt.Fprintf(&b, "\n  pid %d (instance %s) is alive; end of its log:\n%s", p.pid, p.instance,
+				logTail(filepath.Join(dataDir, "hosts", hostmanager.HostID(p.instance)+".log"), 15))
+		}
+		return fmt.Errorf("%d process hosts outlived their control plane:%s", len(left), b.String())
+	}, "process hosts exited with their control plane")
+	t.Logf("process hosts exited %s after their control plane", time.Since(start).Round(time.Millisecond))
+}
+
+// logTail returns the last n lines of the file at path (or why it cannot).
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "    (" + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "    " + strings.Join(lines, "\n    ")
 }
 
 func openRedisStore(t testing.TB, url string) store.Store {
@@ -270,7 +313,7 @@ func TestProcessHost_scaleOutFromZero(t *testing.T) {
 		require.True(t, procs[id], "no child process for %s (have %v)", id, procs)
 	}
 	cp.kill(t)
-	waitNoHosts(t, r.URL())
+	waitNoHosts(t, r.URL(), cp.data)
 }
 
 // soloTenant is a dedicated tenant with one runtime instance at most, so a lost instance can
@@ -368,7 +411,7 @@ func TestProcessHost_killedHostRunsResume(t *testing.T) {
 	require.NotEqual(t, victim.pid, procs[0].pid, "the runs finished on replacement capacity")
 	t.Logf("%d of %d runs recovered onto the replacement host (pid %d → %d)", recovered, len(ids), victim.pid, procs[0].pid)
 	cp.kill(t)
-	waitNoHosts(t, r.URL())
+	waitNoHosts(t, r.URL(), cp.data)
 }
 
 // TestProcessHost_controlPlaneKilledWhileProvisioning: the control plane is SIGKILLed while a
@@ -453,5 +496,5 @@ func TestProcessHost_controlPlaneKilledWhileProvisioning(t *testing.T) {
 	}
 	t.Logf("request %s fulfilled after %d attempts", got.RequestId, got.Attempts)
 	cp2.kill(t)
-	waitNoHosts(t, r.URL())
+	waitNoHosts(t, r.URL(), cp2.data)
 }

@@ -101,8 +101,14 @@ func (s crashScenario) run(t *testing.T, storeURL string) {
 	}
 	s.checkHosts(t, storeURL, k)
 	t.Logf("%s: %d of %d runs of %s recovered onto replacement capacity", s.transport, recovered, len(byTenant[s.impacted]), s.impacted)
-	cp.kill(t)
-	waitNoHosts(t, storeURL)
+	// The process hosts end with their control plane: stopped cleanly (single-tenant) or
+	// killed (two-tenant: the kernel's parent-death signal stops them).
+	if len(s.safe) == 0 {
+		cp.stop(t)
+	} else {
+		cp.kill(t)
+	}
+	waitNoHosts(t, storeURL, cp.data)
 }
 
 // submit stores the pipeline and the tenants and submits their runs; it returns the run ids by

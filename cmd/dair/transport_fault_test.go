@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
+	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,38 +16,13 @@ import (
 	"github.com/dairuntime/dair/testkit"
 )
 
-// faultyEndpoint is an external HTTP runtime endpoint registered as a tenant's instance: it
-// hangs, refuses or fails every command, and counts them.
-type faultyEndpoint struct {
-	*httptest.Server
-	calls atomic.Int64
-}
-
-func newFaultyEndpoint(t *testing.T, mode string) *faultyEndpoint {
-	f := &faultyEndpoint{}
-	stop := make(chan struct{})
-	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.calls.Add(1)
-		switch mode {
-		case "hang":
-			select {
-			case <-r.Context().Done():
-			case <-stop:
-			}
-		case "reject":
-			http.Error(w, "unknown pipeline version", http.StatusUnprocessableEntity)
-		default:
-			http.Error(w, "overloaded", http.StatusServiceUnavailable)
-		}
-	}))
-	t.Cleanup(func() { close(stop); f.Close() })
-	return f
-}
-
 // heartbeat keeps a fake instance's descriptor fresh in the registry until the test ends, as a
-// live host would (overwriting any mark the control plane wrote).
+// live host would (overwriting any mark the control plane wrote). The first heartbeat is stored
+// before it returns, so runs submitted next see the instance.
 func heartbeat(t *testing.T, st store.Store, d *messages.CapacityDescriptor) {
 	ctx, cancel := context.WithCancel(context.Background())
+	d.LastHeartbeatAt = time.Now().UnixNano()
+	require.NoError(t, st.PutInstance(ctx, d, 3*time.Second))
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
 	go func() {
@@ -57,47 +30,56 @@ func heartbeat(t *testing.T, st store.Store, d *messages.CapacityDescriptor) {
 		tk := time.NewTicker(300 * time.Millisecond)
 		defer tk.Stop()
 		for {
-			d.LastHeartbeatAt = time.Now().UnixNano()
-			if err := st.PutInstance(ctx, d, 3*time.Second); err != nil && ctx.Err() == nil {
-				t.Logf("heartbeat %s: %v", d.RuntimeInstanceId, err)
-			}
 			select {
 			case <-ctx.Done():
 				return
 			case <-tk.C:
 			}
+			d.LastHeartbeatAt = time.Now().UnixNano()
+			if err := st.PutInstance(ctx, d, 3*time.Second); err != nil && ctx.Err() == nil {
+				t.Logf("heartbeat %s: %v", d.RuntimeInstanceId, err)
+			}
 		}
 	}()
 }
 
-// fakeInstance is the descriptor of a tenant's dedicated instance served at endpoint.
-func fakeInstance(tenant, endpoint string) *messages.CapacityDescriptor {
-	return &messages.CapacityDescriptor{RuntimeInstanceId: tenant + "-runtime-1", HostId: "external", ProviderName: "http",
-		TransportName: "http", Endpoint: endpoint, Status: messages.InstanceReady, WorkerCount: 10, AvailableWorkerCount: 10,
+// fakeInstance is the descriptor of a tenant's dedicated instance served at e over transport.
+func fakeInstance(tenant, transport string, e *faultyEndpoint) *messages.CapacityDescriptor {
+	return &messages.CapacityDescriptor{RuntimeInstanceId: tenant + "-runtime-1", HostId: "external", ProviderName: transport,
+		TransportName: transport, Endpoint: e.endpoint, Status: messages.InstanceReady, WorkerCount: 10, AvailableWorkerCount: 10,
 		MaxLocalWorkersPerExecution: 3, QueueCapacity: 100, MaxConcurrentRuns: 10, AvailableRunSlots: 10, CanAcceptRun: true,
 		TenantId: tenant, IsolationMode: messages.IsolationDedicated, RuntimeInstanceIdPrefix: tenant + "-runtime", MaxRuntimeInstances: 2,
-		Roles: []string{"runtime"}, Metadata: map[string]string{"provider.name": "http"}}
+		Roles: []string{"runtime"}, Metadata: mergeMeta(map[string]string{"provider.name": transport}, e.metadata)}
 }
 
-// faultRig is a control plane whose scale-out spawns HTTP process hosts, with external faulty
-// endpoints registered as its tenants' instances.
+func mergeMeta(a, b map[string]string) map[string]string {
+	for k, v := range b {
+		a[k] = v
+	}
+	return a
+}
+
+// faultRig is a control plane whose scale-out spawns process hosts of one transport, with
+// external faulty endpoints of that transport registered as its tenants' instances.
 type faultRig struct {
-	ctx   context.Context
-	redis *testkit.Redis
-	cp    *serveProc
-	c     *client.Client
-	st    store.Store
+	transport string
+	url       string // the store
+	ctx       context.Context
+	redis     *testkit.Redis
+	cp        *serveProc
+	c         *client.Client
+	st        store.Store
 }
 
 // setup registers an endpoint answering in mode as tenant's first instance (heartbeating like a
 // live host) in a dedicated scope of maxInstances.
 func (f *faultRig) setup(t *testing.T, tenant, mode string, maxInstances int32) *faultyEndpoint {
-	e := newFaultyEndpoint(t, mode)
+	e := newFaultyEndpoint(t, f.transport, tenant+"-runtime-1", mode, f.url)
 	ten := dedicatedTenant(tenant)
 	ten.MaxRuntimeInstances = maxInstances
 	_, err := f.c.PutTenant(f.ctx, ten)
 	require.NoError(t, err)
-	d := fakeInstance(tenant, e.URL)
+	d := fakeInstance(tenant, f.transport, e)
 	d.MaxRuntimeInstances = maxInstances
 	heartbeat(t, f.st, d)
 	return e
@@ -126,63 +108,85 @@ func (f *faultRig) failures(t *testing.T, id string) []string {
 	return out
 }
 
-// TestTransport_dispatchFaults: a control plane whose scale-out spawns HTTP process hosts
-// dispatches to external HTTP endpoints registered as tenants' instances (heartbeating like
-// live hosts):
-//   - reject: a 422 is not retried: one call, and the run fails with http-command-non-retryable;
+// TestTransport_dispatchFaults: for each remote transport, a control plane whose scale-out
+// spawns process hosts of that transport dispatches to external endpoints of the transport
+// registered as tenants' instances (heartbeating like live hosts):
+//   - reject: a refusal is not retried: one call, and the run fails with the transport's
+//     non-retryable reason (http/grpc-command-non-retryable; a Redis reply that is no result:
+//     redis-command-queue-command-invalid-response);
 //   - hang: every attempt times out, is retried, and the retries are exhausted; the ledger
-//     records http-retry-exhausted with the timeout; the circuit opens, the instance is marked
-//     unhealthy, a replacement host is spawned and the run finishes there;
-//   - fail: 503s open the circuit, the instance is marked unhealthy in the registry, a
-//     replacement is requested and every run finishes on it.
+//     records <transport>-retry-exhausted with <transport>-dispatch-timeout; the circuit opens,
+//     the instance is marked unhealthy, a replacement host is spawned and the run finishes there;
+//   - fail (http, grpc): retryable failures open the circuit, the instance is marked unhealthy
+//     in the registry, a replacement is requested and every run finishes on it.
 func TestTransport_dispatchFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test")
 	}
 	testkit.RequireRedis(t)
 	r := testkit.StartRedis(t, testkit.RedisOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cp := startProcessControlPlane(t, r.URL(), t.TempDir(), "--host-transport", "http", "--runtime-call-timeout", "300ms",
-		"--runtime-call-attempts", "3", "--log-level", "warn")
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("control plane log:\n%s", cp.logs.String())
-		}
-	})
-	f := &faultRig{ctx: ctx, redis: r, cp: cp, c: client.New(cp.url, ""), st: openRedisStore(t, r.URL())}
-	_, err := f.c.PutPipeline(ctx, "burst", []byte(burstPipeline))
-	require.NoError(t, err)
-	t.Run("reject", f.reject)
-	t.Run("hang", f.hang)
-	t.Run("fail", f.fail)
-	cp.kill(t)
-	waitNoHosts(t, r.URL())
+	for i, transport := range []string{"http", "grpc", "redis-command-queue"} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			url := fmt.Sprintf("redis://%s/%d", r.Addr(), 10+i)
+			cp := startProcessControlPlane(t, url, t.TempDir(), "--host-transport", transport, "--runtime-call-timeout", "300ms",
+				"--runtime-call-attempts", "3", "--log-level", "warn")
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("control plane log:\n%s", cp.logs.String())
+				}
+			})
+			f := &faultRig{transport: transport, url: url, ctx: ctx, redis: r, cp: cp, c: client.New(cp.url, ""), st: openRedisStore(t, url)}
+			_, err := f.c.PutPipeline(ctx, "burst", []byte(burstPipeline))
+			require.NoError(t, err)
+			t.Run("reject", f.reject)
+			t.Run("hang", f.hang)
+			if transport != "redis-command-queue" {
+				t.Run("fail", f.fail)
+			}
+			cp.kill(t)
+			waitNoHosts(t, url, cp.data)
+		})
+	}
+}
+
+// requireReplacement checks that a run of tenant finished on replacement capacity: one of the
+// tenant's instances other than the faulty first one (the faulty instance is unhealthy and does
+// not count in the scope, so the replacement may be -2 or, when two requests raced, -3).
+func requireReplacement(t *testing.T, tenant, got string) {
+	t.Helper()
+	require.True(t, strings.HasPrefix(got, tenant+"-runtime-") && got != tenant+"-runtime-1", "finished on %q, not on a replacement", got)
 }
 
 func (f *faultRig) reject(t *testing.T) {
-	e := f.setup(t, "reject", "reject", 1)
+	e := f.setup(t, "reject", modeReject, 1)
 	ids := f.submit(t, "reject", 1)
 	done := waitAll(t, f.ctx, f.c, ids, time.Minute)
 	run := done[ids[0]]
+	want := f.transport + "-command-non-retryable"
+	if f.transport == "redis-command-queue" {
+		want = f.transport + "-command-invalid-response"
+	}
 	require.Equal(t, messages.RunFailed, run.Status)
-	require.Equal(t, "dispatch-non-retryable: http-command-non-retryable", run.FailureReason)
-	require.Equal(t, []string{"http-command-non-retryable"}, f.failures(t, ids[0]))
+	require.Equal(t, "dispatch-non-retryable: "+want, run.FailureReason)
+	require.Equal(t, []string{want}, f.failures(t, ids[0]))
 	require.EqualValues(t, 1, e.calls.Load(), "a non-retryable failure was retried")
 }
 
 func (f *faultRig) hang(t *testing.T) {
-	e := f.setup(t, "hang", "hang", 2)
+	e := f.setup(t, "hang", modeHang, 2)
 	ids := f.submit(t, "hang", 2)
 	done := waitAll(t, f.ctx, f.c, ids, 60*time.Second)
 	for _, id := range ids {
 		require.Equal(t, messages.RunSucceeded, done[id].Status, done[id].FailureReason)
-		require.Equal(t, "hang-runtime-2", done[id].AssignedRuntimeInstanceID, "finished on the replacement")
+		requireReplacement(t, "hang", done[id].AssignedRuntimeInstanceID)
 	}
 	var exhausted int
 	for _, id := range ids {
 		for _, reason := range f.failures(t, id) {
-			if reason == "http-retry-exhausted: 3 attempts, last http-dispatch-timeout" {
+			if reason == f.transport+"-retry-exhausted: 3 attempts, last "+f.transport+"-dispatch-timeout" {
 				exhausted++
 			}
 		}
@@ -192,7 +196,7 @@ func (f *faultRig) hang(t *testing.T) {
 }
 
 func (f *faultRig) fail(t *testing.T) {
-	e := f.setup(t, "fail", "fail", 2)
+	e := f.setup(t, "fail", modeFail, 2)
 	ids := f.submit(t, "fail", 4)
 	marked := make(chan struct{})
 	go func() {
@@ -214,7 +218,7 @@ func (f *faultRig) fail(t *testing.T) {
 	done := waitAll(t, f.ctx, f.c, ids, 60*time.Second)
 	for _, id := range ids {
 		require.Equal(t, messages.RunSucceeded, done[id].Status, done[id].FailureReason)
-		require.Equal(t, "fail-runtime-2", done[id].AssignedRuntimeInstanceID, "finished on the replacement")
+		requireReplacement(t, "fail", done[id].AssignedRuntimeInstanceID)
 	}
 	select {
 	case <-marked:
@@ -225,15 +229,17 @@ func (f *faultRig) fail(t *testing.T) {
 	failed := 0
 	for _, id := range ids {
 		for _, reason := range f.failures(t, id) {
-			require.True(t, strings.HasPrefix(reason, "http-"), "reason %q", reason)
+			require.True(t, strings.HasPrefix(reason, f.transport+"-"), "reason %q", reason)
 			failed++
 		}
 	}
 	require.Positive(t, failed)
 	require.Positive(t, e.calls.Load())
 	procs := map[string]bool{}
-	for _, p := range hostProcs(t, f.redis.URL()) {
+	for _, p := range hostProcs(t, f.url) {
 		procs[p.instance] = true
 	}
-	require.True(t, procs["fail-runtime-2"], "the replacement is a process host")
+	for _, id := range ids {
+		require.True(t, procs[done[id].AssignedRuntimeInstanceID], "run %s finished on %s, not a process host", id, done[id].AssignedRuntimeInstanceID)
+	}
 }

@@ -64,29 +64,10 @@ func (s *server) runEvents(w http.ResponseWriter, r *http.Request) {
 // lifetime.
 func (s *server) stream(w http.ResponseWriter, r *http.Request, runID string, after int64) {
 	ctx := r.Context()
-	rc := http.NewResponseController(w)
-	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		s.log.Debug("api: clear write deadline", zap.Error(err))
-	}
 	changed, cancel := s.node.Hub().Subscribe(runID)
 	defer cancel()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if _, err := fmt.Fprintf(w, "retry: %d\n\n", sseRetry); err != nil {
-		return
-	}
-	flush := func() bool {
-		if err := rc.Flush(); err != nil {
-			s.log.Debug("api: flush event stream", zap.Error(err))
-			return false
-		}
-		return true
-	}
-	if !flush() {
+	flush, ok := s.openStream(w)
+	if !ok {
 		return
 	}
 	poll := time.NewTicker(s.cfg.SSEPoll)
@@ -135,6 +116,32 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, runID string, af
 			}
 		}
 	}
+}
+
+// openStream starts an SSE answer on w (headers, the retry field) and returns its flush
+// function; ok is false when the client is gone already.
+func (s *server) openStream(w http.ResponseWriter) (flush func() bool, ok bool) {
+	rc := http.NewResponseController(w)
+	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		s.log.Debug("api: clear write deadline", zap.Error(err))
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if _, err := fmt.Fprintf(w, "retry: %d\n\n", sseRetry); err != nil {
+		return nil, false
+	}
+	flush = func() bool {
+		if err := rc.Flush(); err != nil {
+			s.log.Debug("api: flush event stream", zap.Error(err))
+			return false
+		}
+		return true
+	}
+	return flush, flush()
 }
 
 // runFinal reports whether the run's status is final.

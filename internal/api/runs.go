@@ -34,28 +34,43 @@ func normInput(in json.RawMessage) json.RawMessage {
 
 // submit creates a run from a decoded request.
 func (s *server) submit(r *http.Request, req httpapi.SubmitRequest, sessionID string) (*messages.SharedRun, error) {
+	sub, err := s.prepareSubmit(r, &req, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return s.submitPrepared(r, req, sub)
+}
+
+// prepareSubmit checks a submission (pipeline, input, idempotency key, tenant context, input
+// schema) and returns the node's request; it sets req.IdempotencyKey to the effective key.
+func (s *server) prepareSubmit(r *http.Request, req *httpapi.SubmitRequest, sessionID string) (actors.SubmitRequest, error) {
 	if req.Pipeline == "" {
-		return nil, badRequest("api: pipeline is required")
+		return actors.SubmitRequest{}, badRequest("api: pipeline is required")
 	}
 	if in := normInput(req.Input); len(in) > 0 {
 		if err := jsonvalid.Check(in); err != nil {
-			return nil, badRequest("api: input: %v", err)
+			return actors.SubmitRequest{}, badRequest("api: input: %v", err)
 		}
 	}
 	key, err := idempotencyKey(r, req.IdempotencyKey)
 	if err != nil {
-		return nil, err
+		return actors.SubmitRequest{}, err
 	}
 	req.IdempotencyKey = key
 	snap, err := s.submitSnapshot(r, req.TenantID, req.CorrelationID)
 	if err != nil {
-		return nil, err
+		return actors.SubmitRequest{}, err
 	}
 	if err := s.checkSubmitInput(r, req.Pipeline, normInput(req.Input)); err != nil {
-		return nil, err
+		return actors.SubmitRequest{}, err
 	}
-	run, err := s.node.Submit(r.Context(), actors.SubmitRequest{Pipeline: req.Pipeline, Input: normInput(req.Input),
-		Snapshot: snap, CorrelationID: req.CorrelationID, IdempotencyKey: req.IdempotencyKey, SessionID: sessionID})
+	return actors.SubmitRequest{Pipeline: req.Pipeline, Input: normInput(req.Input), Snapshot: snap, CorrelationID: req.CorrelationID,
+		IdempotencyKey: req.IdempotencyKey, SessionID: sessionID}, nil
+}
+
+// submitPrepared submits a prepared request on this node.
+func (s *server) submitPrepared(r *http.Request, req httpapi.SubmitRequest, sub actors.SubmitRequest) (*messages.SharedRun, error) {
+	run, err := s.node.Submit(r.Context(), sub)
 	if errors.Is(err, actors.ErrUnknownPipeline) {
 		return nil, &httpError{status: http.StatusNotFound, code: httpapi.CodeUnknownPipeline, msg: fmt.Sprintf("api: pipeline %q not found", req.Pipeline)}
 	}
@@ -239,19 +254,32 @@ func (s *server) controlRun(op messages.ControlOp) http.HandlerFunc {
 }
 
 // invoke handles POST /v1/sessions/{session_id}/invoke: it submits a run of the session and
-// streams that run's events (as GET /v1/runs/{id}/events).
+// streams that run's events (as GET /v1/runs/{id}/events). When the tenant has a ready runtime
+// host served over gRPC, the invocation goes through that host's runtime.v1.RuntimeService.Invoke
+// (seed 001's router path, invoke_remote.go); otherwise, or when the host cannot be reached
+// before the run starts, this node submits the run itself.
 func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 	after, err := lastEventID(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	var req httpapi.InvokeRequest
-	if err := decodeJSON(r, &req, false); err != nil {
+	var body httpapi.InvokeRequest
+	if err := decodeJSON(r, &body, false); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	run, err := s.submit(r, httpapi.SubmitRequest(req), r.PathValue("session_id"))
+	req := httpapi.SubmitRequest(body)
+	sub, err := s.prepareSubmit(r, &req, r.PathValue("session_id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if s.invokeRemote(w, r, &sub, after) {
+		return
+	}
+	w.Header().Set(InvokeRouteHeader, InvokeRouteLocal)
+	run, err := s.submitPrepared(r, req, sub)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -73,7 +73,22 @@ func (c *Circuits) IsOpen(id string, now time.Time) bool {
 // Overlay returns insts with instances whose circuit is open marked unhealthy (copies; the
 // input is not modified), so admission skips them and does not count them in their scope.
 func (c *Circuits) Overlay(insts []*messages.CapacityDescriptor, now time.Time) []*messages.CapacityDescriptor {
-	return markUnhealthy(insts, func(d *messages.CapacityDescriptor) bool { return c.IsOpen(d.RuntimeInstanceId, now) })
+	return markUnhealthy(insts, func(d *messages.CapacityDescriptor) bool { return c.IsOpen(CircuitKey(d), now) })
+}
+
+// CircuitKey is the circuit of d: its instance id as published by one registration (the
+// member that published it and its endpoint). A replacement host that reuses a lost
+// instance's id (a dedicated scope of one instance) registers under a new member and endpoint,
+// so the failures of the dead incarnation do not keep it from work for CircuitOpenFor.
+func CircuitKey(d *messages.CapacityDescriptor) string {
+	key := d.GetRuntimeInstanceId()
+	if n := d.GetNodeId(); n != "" {
+		key += "@" + n
+	}
+	if e := d.GetEndpoint(); e != "" {
+		key += " " + e
+	}
+	return key
 }
 
 // MemberOverlay returns insts with every instance published by an actor system that is not

@@ -79,6 +79,28 @@ func TestCircuits_Overlay_marksOpenInstancesUnhealthyWithoutMutating(t *testing.
 	}
 }
 
+// TestCircuits_Overlay_replacementUnderTheSameIDStartsClosed: the circuit of a lost host's
+// registration stays open, but a replacement host that reuses the instance id (new member, new
+// endpoint) gets work at once.
+func TestCircuits_Overlay_replacementUnderTheSameIDStartsClosed(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	c := controlplane.NewCircuits()
+	lost := &messages.CapacityDescriptor{RuntimeInstanceId: "solo-runtime-1", NodeId: "m1", Endpoint: "grpc://127.0.0.1:4001",
+		Status: messages.InstanceReady, CanAcceptRun: true}
+	for i := 0; i < controlplane.CircuitFailures; i++ {
+		c.Record(controlplane.CircuitKey(lost), &messages.ProviderResult{Retryable: true}, t0)
+	}
+	replacement := &messages.CapacityDescriptor{RuntimeInstanceId: "solo-runtime-1", NodeId: "m2", Endpoint: "grpc://127.0.0.1:4002",
+		Status: messages.InstanceReady, CanAcceptRun: true}
+	out := c.Overlay([]*messages.CapacityDescriptor{lost, replacement}, t0)
+	if out[0].Status != messages.InstanceUnhealthy {
+		t.Fatalf("the lost registration's circuit is not open: %v", out[0])
+	}
+	if out[1].Status != messages.InstanceReady || !out[1].CanAcceptRun {
+		t.Fatalf("the replacement inherited the lost host's open circuit: %v", out[1])
+	}
+}
+
 func TestMemberOverlay(t *testing.T) {
 	members := []string{"m1", "m2"} // live member ids; their node ids are n1 and n2
 	tests := []struct {

@@ -46,7 +46,7 @@ func (d *Dispatcher) deliver(ctx context.Context, run *messages.SharedRun, x *me
 		return Requeue, fmt.Errorf("mark run dispatched: %w", err)
 	}
 	res := d.cfg.Router.Dispatch(ctx, x, d.request(ctx, upd, x, pumpID))
-	if d.cfg.Circuits.Record(x.RuntimeInstanceId, res, d.cfg.Now()) {
+	if d.cfg.Circuits.Record(CircuitKey(x), res, d.cfg.Now()) {
 		d.cfg.Log.Warn("dispatch circuit opened; the instance gets no new work", zap.String("runtime_instance_id", x.RuntimeInstanceId),
 			zap.String("provider", res.GetProvider()), zap.String("reason", res.GetReason()))
 	}

@@ -122,7 +122,7 @@ func (r *Reconciler) unhealthy(d *messages.CapacityDescriptor, now time.Time) st
 	switch {
 	case d.LastHeartbeatAt < now.Add(-r.staleAfter()).UnixNano():
 		return ReasonStaleHeartbeat
-	case r.cfg.Circuits.IsOpen(d.RuntimeInstanceId, now):
+	case r.cfg.Circuits.IsOpen(CircuitKey(d), now):
 		return ReasonCircuitOpen
 	}
 	return ""

@@ -21,6 +21,7 @@ const (
 	DefaultReclaimIdle = 5 * time.Second
 	DefaultBatch       = 64
 	replyTTL           = time.Minute
+	noStreamsPoll      = 50 * time.Millisecond // instance poll while no instance is served
 )
 
 // ConsumerConfig configures a Consumer. The zero value of each tunable means its default.
@@ -81,7 +82,9 @@ func (c *Consumer) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		streams := c.streams(ctx)
 		if len(streams) == 0 {
-			if !sleep(ctx, c.cfg.Block) {
+			// Poll quickly: a host's instance appears right after it starts, and commands
+			// may already wait in its stream (dispatches race the first read).
+			if !sleep(ctx, min(c.cfg.Block, noStreamsPoll)) {
 				return
 			}
 			continue

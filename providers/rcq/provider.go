@@ -107,7 +107,13 @@ func (t *transport) Send(ctx context.Context, stream string, cmd *messages.Runti
 	if wait < time.Millisecond {
 		return nil, remote.Fail(remote.ClassTimeout, context.DeadlineExceeded)
 	}
-	res, err := t.rdb.BLPop(ctx, wait, reply).Result()
+	// BLPOP takes whole seconds (go-redis truncates: 1.9 s would wait 1 s and time out early,
+	// before a consumer that is just starting answers): ask for the next whole second and let
+	// ctx's deadline end the wait.
+	res, err := t.rdb.BLPop(ctx, wait.Truncate(time.Second)+time.Second, reply).Result()
+	if err != nil && ctx.Err() != nil {
+		return nil, remote.Fail(remote.ClassTimeout, fmt.Errorf("rcq: no reply on %s within %s: %w", reply, wait, ctx.Err()))
+	}
 	switch {
 	case errors.Is(err, redis.Nil):
 		return nil, remote.Fail(remote.ClassTimeout, fmt.Errorf("rcq: no reply on %s within %s", reply, wait))
