@@ -162,6 +162,15 @@ type Tenant struct {
 	LocalQueueCapacity           int32  `json:"local_queue_capacity"`
 	MaxLocalWorkersPerExecution  int32  `json:"max_local_workers_per_execution,omitempty"`
 	Suspended                    bool   `json:"suspended"`
+	// Weight is the tenant's fair share of contended shared capacity (0 in a PUT: 1).
+	Weight int32 `json:"weight"`
+	// MaxConcurrentRuns caps the tenant's dispatched and running runs across all instances.
+	MaxConcurrentRuns int32 `json:"max_concurrent_runs"`
+	// MaxQueuedRuns caps the tenant's queued runs: a submit beyond it answers 429.
+	MaxQueuedRuns int32 `json:"max_queued_runs"`
+	// RunsPerSecond caps the tenant's dispatch rate (a token bucket of RunsBurst).
+	RunsPerSecond float64 `json:"runs_per_second"`
+	RunsBurst     int32   `json:"runs_burst"`
 }
 
 // TenantList is the answer of GET /v1/tenants.

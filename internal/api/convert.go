@@ -101,7 +101,8 @@ func tenantFromMessage(t *messages.TenantSettings) httpapi.Tenant {
 		RuntimeInstanceIDPrefix: t.GetRuntimeInstanceIdPrefix(), MaxRuntimeInstances: t.GetMaxRuntimeInstances(),
 		WorkerCountPerInstance: t.GetWorkerCountPerInstance(), MaxConcurrentRunsPerInstance: t.GetMaxConcurrentRunsPerInstance(),
 		LocalQueueCapacity: t.GetLocalQueueCapacity(), MaxLocalWorkersPerExecution: t.GetMaxLocalWorkersPerExecution(),
-		Suspended: t.GetSuspended(),
+		Suspended: t.GetSuspended(), Weight: t.GetWeight(), MaxConcurrentRuns: t.GetMaxConcurrentRuns(),
+		MaxQueuedRuns: t.GetMaxQueuedRuns(), RunsPerSecond: t.GetRunsPerSecond(), RunsBurst: t.GetRunsBurst(),
 	}
 }
 
@@ -113,7 +114,8 @@ func tenantToMessage(t httpapi.Tenant) *messages.TenantSettings {
 		RuntimeInstanceIdPrefix: t.RuntimeInstanceIDPrefix, MaxRuntimeInstances: t.MaxRuntimeInstances,
 		WorkerCountPerInstance: t.WorkerCountPerInstance, MaxConcurrentRunsPerInstance: t.MaxConcurrentRunsPerInstance,
 		LocalQueueCapacity: t.LocalQueueCapacity, MaxLocalWorkersPerExecution: t.MaxLocalWorkersPerExecution,
-		Suspended: t.Suspended,
+		Suspended: t.Suspended, Weight: t.Weight, MaxConcurrentRuns: t.MaxConcurrentRuns, MaxQueuedRuns: t.MaxQueuedRuns,
+		RunsPerSecond: t.RunsPerSecond, RunsBurst: t.RunsBurst,
 	}
 }
 
