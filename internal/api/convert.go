@@ -56,6 +56,9 @@ func runFromMessage(r *messages.SharedRun, steps []*messages.StepState) httpapi.
 		CorrelationID: r.GetCorrelationId(), IdempotencyKey: r.GetIdempotencyKey(), SessionID: r.GetSessionId(),
 		Steps: make([]httpapi.Step, 0, len(steps)),
 	}
+	if r.GetStatus() == messages.RunQueued {
+		out.WaitingReason = r.GetFailureReason()
+	}
 	for _, s := range steps {
 		out.Steps = append(out.Steps, stepFromMessage(s))
 	}
