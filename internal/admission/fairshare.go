@@ -10,7 +10,8 @@ type Backlog struct {
 	// Pending is how many of the tenant's runs wait in the shared queue.
 	Pending int
 	// Room is how many more runs the tenant may start now (what its concurrency quota leaves);
-	// a negative Room means no quota.
+	// a negative Room means no quota. A tenant with no room still gets one probe run per plan,
+	// so that its head run is looked at and records why it waits.
 	Room int
 }
 
@@ -19,7 +20,7 @@ func (b Backlog) take() int {
 	if b.Room < 0 {
 		return b.Pending
 	}
-	return min(b.Pending, b.Room)
+	return min(b.Pending, max(b.Room, 1))
 }
 
 func (b Backlog) cost() float64 { return 1 / float64(max(b.Weight, 1)) }

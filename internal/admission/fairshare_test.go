@@ -23,7 +23,7 @@ func TestFairShare_Plan_rules(t *testing.T) {
 		{"weight 0 counts as 1", nil, []Backlog{{TenantID: "a", Pending: 9, Room: -1}, {TenantID: "b", Weight: 1, Pending: 9, Room: -1}}, 2, "ab"},
 		{"pending bounds a tenant", nil, []Backlog{{TenantID: "a", Pending: 1, Room: -1}, {TenantID: "b", Pending: 9, Room: -1}}, 4, "abbb"},
 		{"concurrency room bounds a tenant", nil, []Backlog{{TenantID: "a", Pending: 9, Room: 1}, {TenantID: "b", Pending: 9, Room: -1}}, 4, "abbb"},
-		{"a tenant at its quota is not planned", nil, []Backlog{{TenantID: "a", Pending: 9, Room: 0}, {TenantID: "b", Pending: 9, Room: -1}}, 2, "bb"},
+		{"a tenant at its quota gets one probe run", nil, []Backlog{{TenantID: "a", Pending: 9, Room: 0}, {TenantID: "b", Pending: 9, Room: -1}}, 4, "abbb"},
 		{"serving a tenant alone earns it no debt", map[string]int{"a": 3}, []Backlog{{TenantID: "a", Pending: 9, Room: -1}, {TenantID: "b", Pending: 9, Room: -1}}, 4, "baba"},
 		{"a tenant served while another waited lets it catch up", map[string]int{"a": 3, "b": 0}, []Backlog{{TenantID: "a", Pending: 9, Room: -1}, {TenantID: "b", Pending: 9, Room: -1}}, 4, "bbba"},
 		{"a newcomer starts at virtual time, not zero", map[string]int{"a": 3, "b": 3}, []Backlog{{TenantID: "a", Pending: 9, Room: -1}, {TenantID: "c", Pending: 9, Room: -1}}, 4, "caca"},

@@ -71,6 +71,8 @@ type fairness struct {
 	// sched and waiting are guarded by mu.
 	sched   admission.FairShare
 	waiting map[string]bool
+	// more is set when the last claim left planned-out runs pending.
+	more bool
 }
 
 // claim takes the cycle's batch in fair order: it reads the per-tenant backlog, plans up to
@@ -104,14 +106,45 @@ func (d *Dispatcher) claim(ctx context.Context, pumpID string) ([]store.Claim, e
 		}
 		in = append(in, admission.Backlog{TenantID: b.TenantID, Weight: int(t.Weight), Pending: b.Pending, Room: room})
 	}
+	n, err := d.claimSize(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pending := 0
+	for _, b := range in {
+		pending += b.Pending
+	}
 	f.mu.Lock()
-	plan := f.sched.Plan(in, d.cfg.Batch)
+	plan := f.sched.Plan(in, n)
 	f.waiting = waiting
+	f.more = len(plan) < pending
 	f.mu.Unlock()
 	if len(plan) == 0 {
 		return d.st.Claim(ctx, pumpID, d.cfg.Batch, d.cfg.QueueVisibility)
 	}
 	return d.claimPlan(ctx, pumpID, plan)
+}
+
+// fairSlack is how many runs a fair claim takes beyond the free run slots it sees: enough to
+// look at the head runs of waiting tenants (recording why they wait, asking for scale-out),
+// few enough that a contended pool does not spend its cycles re-admitting runs that cannot go.
+const fairSlack = 8
+
+// claimSize is the size of a fair claim: the run slots the registry shows free on instances
+// that take runs, plus fairSlack, at most Batch. The published slots may be a heartbeat old:
+// a stale view costs a cycle, never an over-commit (reservations are atomic).
+func (d *Dispatcher) claimSize(ctx context.Context) (int, error) {
+	insts, err := d.st.ListInstances(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("list instances: %w", err)
+	}
+	free := 0
+	for _, x := range insts {
+		if x.Status == messages.InstanceReady && !x.IsQueuePaused && !x.IsDraining && x.CanAcceptRun {
+			free += max(int(x.AvailableRunSlots), 0)
+		}
+	}
+	return min(d.cfg.Batch, free+fairSlack), nil
 }
 
 // claimPlan claims the runs of plan (a tenant id per run) and orders them as planned.
@@ -149,6 +182,19 @@ func (d *Dispatcher) claimPlan(ctx context.Context, pumpID string, plan []string
 		}
 	}
 	return out, nil
+}
+
+// Backlogged reports whether the last fair claim left runs pending that it could have taken
+// with a bigger batch: a cycle that made progress should run again at once, as after a full
+// batch. It is goroutine-safe.
+func (d *Dispatcher) Backlogged() bool {
+	f := d.fair
+	if f == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.more
 }
 
 // contended reports whether another tenant than tenantID had runs waiting at the last claim.
