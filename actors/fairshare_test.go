@@ -96,13 +96,28 @@ func pausePool(t *testing.T, n *actors.Node, pause bool) {
 	}, "pool paused=%v", pause)
 }
 
+// submitMany submits count runs of tenant from 8 goroutines and returns their ids.
 func submitMany(t *testing.T, n *actors.Node, tenant string, count int) []string {
 	t.Helper()
-	ids := make([]string, 0, count)
-	for range count {
-		run, err := n.Submit(context.Background(), actors.SubmitRequest{Pipeline: "short", Snapshot: tenantSnap(tenant)})
+	ids := make([]string, count)
+	errs := make([]error, count)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(8, count) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < count; i = int(next.Add(1)) - 1 {
+				run, err := n.Submit(context.Background(), actors.SubmitRequest{Pipeline: "short", Snapshot: tenantSnap(tenant)})
+				if errs[i] = err; err == nil {
+					ids[i] = run.SharedRunId
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
 		require.NoError(t, err)
-		ids = append(ids, run.SharedRunId)
 	}
 	return ids
 }
@@ -138,7 +153,7 @@ func waitStarted(t *testing.T, s *starts, count int, within time.Duration) {
 // TestFairShare_weightsOneAndThree: tenants light (weight 1) and heavy (weight 3) each queue
 // 200 runs (scaled down from the 2,000 to keep make test short; the planner's error
 // is a run or two whatever the count, see admission's TestFairShare_converges) into a paused
-// pool of 4 slots, which then resumes. Over the contended window (the first 200 starts, while
+// pool of 8 slots, which then resumes. Over the contended window (the first 200 starts, while
 // both still have backlog) light gets 25% and heavy 75% of the starts, each within ±10% of its
 // share. Then tenant small (weight 1) queues 10 runs into the remaining backlog (about 200
 // runs): all 10 start within the next 100 starts (at weight 1 of 5 they need about 50), not
@@ -148,10 +163,10 @@ func TestFairShare_weightsOneAndThree(t *testing.T) {
 		t.Run(string(b), func(t *testing.T) {
 			const perTenant, window, smallRuns, smallBound = 200, 200, 10, 100
 			s := &starts{hold: time.Millisecond}
-			n := startPool(t, b, 4, s, &messages.TenantSettings{TenantId: "light", Weight: 1},
+			n := startPool(t, b, 8, s, &messages.TenantSettings{TenantId: "light", Weight: 1},
 				&messages.TenantSettings{TenantId: "heavy", Weight: 3}, &messages.TenantSettings{TenantId: "small", Weight: 1})
 			pausePool(t, n, true)
-			lightIDs := submitMany(t, n, "light", perTenant)
+			lightIDs := submitMany(t, n, "light", perTenant) // first: FIFO would start them all first
 			submitMany(t, n, "heavy", perTenant)
 			pausePool(t, n, false)
 
