@@ -266,13 +266,13 @@ func TestQuota_maxQueuedRuns(t *testing.T) {
 	}
 }
 
-// TestQuota_runsPerSecond: with runs_per_second 25 (burst 5) and plenty of capacity, 55 runs
-// queued at once start with a burst of 5, then at 25 runs/s within ±10% (50 intervals over
+// TestQuota_runsPerSecond: with runs_per_second 25 (burst 8) and plenty of capacity, 58 runs
+// queued at once start with a burst of 8, then at 25 runs/s within ±10% (50 intervals over
 // about 2 s, measured from the burst's last start).
 func TestQuota_runsPerSecond(t *testing.T) {
 	for _, b := range testkit.Backends {
 		t.Run(string(b), func(t *testing.T) {
-			const rate, burst, runs = 25.0, 5, 55
+			const rate, burst, runs = 25.0, 8, 58
 			s := &starts{hold: time.Millisecond}
 			n := startPool(t, b, 16, s, &messages.TenantSettings{TenantId: "paced", RunsPerSecond: rate, RunsBurst: burst})
 			ids := submitMany(t, n, "paced", runs)

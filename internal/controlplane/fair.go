@@ -104,6 +104,9 @@ func (d *Dispatcher) claim(ctx context.Context, pumpID string) ([]store.Claim, e
 			}
 			room = max(int(t.MaxConcurrentRuns)-n, 0)
 		}
+		if burst := tenancy.Burst(t); burst > 0 && (room < 0 || room > burst) {
+			room = burst // a rate-limited tenant cannot start more than its bucket in one cycle
+		}
 		in = append(in, admission.Backlog{TenantID: b.TenantID, Weight: int(t.Weight), Pending: b.Pending, Room: room})
 	}
 	n, err := d.claimSize(ctx)
