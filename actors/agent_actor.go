@@ -88,13 +88,6 @@ type agentCtx struct {
 	released bool
 }
 
-// canceledCtx is what an agentCtx becomes when first asked for Done after its call returned.
-var canceledCtx = func() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
-}()
-
 func (c *agentCtx) Deadline() (time.Time, bool) {
 	pd, ok := c.parent.Deadline()
 	switch {
@@ -137,8 +130,10 @@ func (c *agentCtx) arm() context.Context {
 	defer c.mu.Unlock()
 	if c.inner == nil {
 		switch {
-		case c.released:
-			c.inner = canceledCtx
+		case c.released: // first asked for Done after its call returned: cancelled at once
+			var cancel context.CancelFunc
+			c.inner, cancel = context.WithCancel(c.parent)
+			cancel()
 		case c.deadline.IsZero():
 			c.inner, c.cancel = context.WithCancel(c.parent)
 		default:

@@ -242,7 +242,9 @@ func (rt *agentRuntime) stop(ctx context.Context) {
 		rt.log.Warn("stop the agent router", zap.Error(err))
 	}
 	close(rt.stopped)
-	lifeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+	// The handlers get a second to return after their contexts are cancelled, whether or not
+	// the drain used up ctx (the node's own stop bounds the whole stop the same way).
+	lifeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	if err := rt.life.Stop(lifeCtx); err != nil { // cancels the handlers still running
 		rt.log.Warn("stop the agent handlers", zap.Error(err))
 	}
@@ -253,11 +255,8 @@ func (rt *agentRuntime) stop(ctx context.Context) {
 	if err := rt.system.Root.StopFuture(rt.sup).Wait(); err != nil {
 		rt.log.Warn("stop the agent runtime", zap.Error(err))
 	}
-	poolCtx, cancelPool := context.WithTimeout(context.Background(), time.Second)
-	if err := rt.pool.Stop(poolCtx); err != nil {
-		rt.log.Warn("stop the agent mailbox pool", zap.Error(err))
-	}
-	cancelPool()
+	// The mailbox goroutines run in the node's worker group: Node.Stop cancels and waits for
+	// them after this, with the rest of the node's background work.
 }
 
 // agentSupervisor is the parent of a node's agent worker and router.

@@ -18,10 +18,10 @@ const agentThroughput = 300
 
 // agentDispatcher runs the mailboxes of the agent runtime's actors on reused goroutines: a
 // mailbox that becomes busy is handed to a parked goroutine, and a new one is started in the
-// pool group only when none is parked. protoactor's default dispatcher starts a goroutine per
-// mailbox run, which for agents (mostly idle, woken by each message) means a goroutine start
-// and its stack growth per message. Parked goroutines exit after agentPoolIdle without work or
-// when the pool group stops. It is goroutine-safe.
+// pool group (the node's worker group) only when none is parked. protoactor's default
+// dispatcher starts a goroutine per mailbox run, which for agents (mostly idle, woken by each
+// message) means a goroutine start and its stack growth per message. Parked goroutines exit
+// after agentPoolIdle without work or when the pool group stops. It is goroutine-safe.
 type agentDispatcher struct {
 	pool *workgroup.Group
 	work chan func() // unbuffered: a send succeeds only when a goroutine is parked

@@ -44,8 +44,8 @@ type agentRuntime struct {
 	// life is the runtime's own group: handler contexts derive from its stop context, which
 	// Stop cancels once the drain is over or its time ran out.
 	life *workgroup.Group
-	// pool runs the agent actors' mailboxes (agentDispatcher); it stops after them.
-	pool       *workgroup.Group
+	// dispatcher runs the agent actors' mailboxes on goroutines of the node's group, which
+	// Node.Stop stops after the agent actors.
 	dispatcher *agentDispatcher
 	sup        *actor.PID
 	router     *actor.PID
@@ -88,8 +88,8 @@ func (n *Node) startAgents(ctx context.Context) error {
 		return fmt.Errorf("actors: config: %w", err)
 	}
 	rt := &agentRuntime{node: n, system: e.system, log: e.log.Named("agents"), cfg: e.cfg.Agents.WithDefaults(),
-		members: e.cfg.Cluster, selfID: e.incarnation, nodeID: e.nodeID, group: e.group, life: workgroup.New(), pool: workgroup.New(), stopped: make(chan struct{})}
-	rt.dispatcher = newAgentDispatcher(rt.pool)
+		members: e.cfg.Cluster, selfID: e.incarnation, nodeID: e.nodeID, group: e.group, life: workgroup.New(), stopped: make(chan struct{})}
+	rt.dispatcher = newAgentDispatcher(e.group)
 	rt.slots = newAgentSlots()
 	cat := &agentCatalog{version: 1, types: map[string]*agentTypeSpec{}}
 	for _, name := range e.cfg.AgentTypes {

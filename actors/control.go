@@ -8,9 +8,13 @@ import (
 	"github.com/dairuntime/dair/messages"
 )
 
-// ControlRun sends cancel_run, pause_run or resume_run to the run's instance through the
-// provider router. A run not yet dispatched can only be cancelled (it is marked at once).
-func (n *Node) ControlRun(ctx context.Context, id, op string) (*messages.SharedRun, error) {
+// ControlRun sends messages.OpCancelRun, OpPauseRun or OpResumeRun to the run's instance
+// through the provider router. A run not yet dispatched can only be cancelled (it is marked at
+// once). Another op is an error wrapping messages.ErrUnknownControlOp.
+func (n *Node) ControlRun(ctx context.Context, id string, op messages.ControlOp) (*messages.SharedRun, error) {
+	if !op.IsRunOp() {
+		return nil, fmt.Errorf("actors: control run %s: %w %q", id, messages.ErrUnknownControlOp, op)
+	}
 	e := n.env
 	run, err := e.st.GetRun(ctx, id)
 	if err != nil {
@@ -20,7 +24,7 @@ func (n *Node) ControlRun(ctx context.Context, id, op string) (*messages.SharedR
 		return run, fmt.Errorf("%w: run is %s", ErrNotRunning, run.Status)
 	}
 	if run.Status == messages.RunQueued || run.Status == messages.RunScaleOutRequested {
-		if op != "cancel_run" {
+		if op != messages.OpCancelRun {
 			return run, fmt.Errorf("%w: run is %s", ErrNotRunning, run.Status)
 		}
 		entry := &messages.LedgerEntry{Kind: messages.KindRunCancelled, SharedRunId: id, TenantId: run.TenantId, Reason: "cancelled-before-dispatch"}
@@ -43,7 +47,7 @@ func (n *Node) ControlRun(ctx context.Context, id, op string) (*messages.SharedR
 	if err != nil {
 		return run, fmt.Errorf("%w: instance %s: %v", ErrNotRunning, run.AssignedRuntimeInstanceId, err)
 	}
-	res := n.providers.Control(ctx, d, &messages.ControlRequest{RuntimeInstanceId: d.RuntimeInstanceId, Op: op,
+	res := n.providers.Control(ctx, d, &messages.ControlRequest{RuntimeInstanceId: d.RuntimeInstanceId, Op: op.String(),
 		LocalRunId: run.LocalRunId, SharedRunId: run.SharedRunId})
 	if !res.GetOk() {
 		return run, fmt.Errorf("%w: %s", ErrNotRunning, res.GetReason())
@@ -52,11 +56,11 @@ func (n *Node) ControlRun(ctx context.Context, id, op string) (*messages.SharedR
 }
 
 // waitStatus waits briefly for a control op to show in the run's status.
-func (n *Node) waitStatus(ctx context.Context, id, op string) (*messages.SharedRun, error) {
-	want := map[string]func(string) bool{
-		"cancel_run": func(s string) bool { return messages.IsTerminalRun(s) },
-		"pause_run":  func(s string) bool { return s == messages.RunPaused || messages.IsTerminalRun(s) },
-		"resume_run": func(s string) bool { return s != messages.RunPaused },
+func (n *Node) waitStatus(ctx context.Context, id string, op messages.ControlOp) (*messages.SharedRun, error) {
+	want := map[messages.ControlOp]func(string) bool{
+		messages.OpCancelRun: func(s string) bool { return messages.IsTerminalRun(s) },
+		messages.OpPauseRun:  func(s string) bool { return s == messages.RunPaused || messages.IsTerminalRun(s) },
+		messages.OpResumeRun: func(s string) bool { return s != messages.RunPaused },
 	}[op]
 	deadline := time.Now().Add(2 * time.Second)
 	for {
@@ -79,14 +83,15 @@ func (n *Node) ListInstances(ctx context.Context) ([]*messages.CapacityDescripto
 	return n.env.st.ListInstances(ctx)
 }
 
-// ControlInstance sends pause_queue, resume_queue or drain_queue to an instance through its
-// provider and returns the descriptor after the change.
-func (n *Node) ControlInstance(ctx context.Context, id, op string) (*messages.CapacityDescriptor, error) {
+// ControlInstance sends a queue control (messages.OpPauseQueue, OpResumeQueue, OpDrainQueue,
+// OpUndrainQueue) or OpStopInstance to an instance through its provider and returns the
+// descriptor after the change.
+func (n *Node) ControlInstance(ctx context.Context, id string, op messages.ControlOp) (*messages.CapacityDescriptor, error) {
 	d, err := n.env.st.GetInstance(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	res := n.providers.Control(ctx, d, &messages.ControlRequest{RuntimeInstanceId: id, Op: op})
+	res := n.providers.Control(ctx, d, &messages.ControlRequest{RuntimeInstanceId: id, Op: op.String()})
 	if !res.GetOk() {
 		return nil, fmt.Errorf("%w: %s", ErrNotRunning, res.GetReason())
 	}

@@ -53,19 +53,20 @@
 //	                                           *messages.QueueStatus
 //	ticker                     → instance      heartbeatTick: publish capacity and refresh holds
 //	instance                   → execution     pauseRun, resumeRun, cancelRun{reason}, injectPanic (tests)
-//	execution                  → instance      runFinished{localRunID, executionID, status}; an
+//	execution                  → instance      runFinished{localRunID, executionID, outcome}; an
 //	                                           execution that stops without it (its supervisor gave
 //	                                           up) shows as Terminated → execGone
 //	injectExecutionPanic (tests) → instance      injectExecPanic → bool
 //
 // # Goroutines and shutdown
 //
-// The node owns one worker group: the committer, publisher and usage-writer loops, the pump's
+// The node owns one worker group: the committer and publisher loops, the pump's
 // cycles, recovery rounds, reconciler passes, sweeps, scale-out processing and its lease
-// renewal, instance rehydration and cleanup, the cluster watch and its probes, and every
-// actor's ticker run on it and receive its stop context. Node.Stop stops intake (Submit
-// answers ErrStopped), stops the supervision tree, cancels the group and waits for it (at most
-// 10 s; the writer loops flush what they hold), then shuts down the actor system it created.
+// renewal, instance rehydration and cleanup, the cluster watch and its probes, the agent
+// runtime's mailbox goroutines, and every actor's ticker run on it and receive its stop
+// context. Node.Stop stops intake (Submit answers ErrStopped), stops the supervision tree,
+// cancels the group and waits for it (at most 10 s; the writer loops flush what they hold),
+// then shuts down the actor system it created.
 // Config.OnDeclaredDead runs outside the group, since it may stop the node; a pump cycle's
 // parallel dispatches are joined by the cycle itself.
 //

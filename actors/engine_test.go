@@ -16,6 +16,7 @@ import (
 	"github.com/dairuntime/dair/actors"
 	"github.com/dairuntime/dair/internal/handlers"
 	"github.com/dairuntime/dair/internal/step"
+	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/messages"
 	"github.com/dairuntime/dair/testkit"
 )
@@ -117,6 +118,25 @@ func succeededPerStep(entries []*messages.LedgerEntry) map[string]int {
 	return m
 }
 
+// usageOf counts the usage events of runID in tenant's usage: step events by step, and run
+// events.
+func usageOf(t *testing.T, n *actors.Node, tenant, runID string) (steps map[string]int, runs int) {
+	t.Helper()
+	events, err := n.Store().ListUsage(context.Background(), store.UsageFilter{TenantID: tenant})
+	require.NoError(t, err)
+	steps = map[string]int{}
+	for _, ev := range events {
+		switch {
+		case ev.SharedRunId != runID:
+		case ev.Kind == "step":
+			steps[ev.StepId]++
+		case ev.Kind == "run":
+			runs++
+		}
+	}
+	return steps, runs
+}
+
 func TestExecution_handlerPanicFailsOnlyThatAttempt(t *testing.T) {
 	c := newCounter()
 	c.panicOn["s02"] = 1
@@ -178,6 +198,9 @@ func TestExecution_injectedPanicRestartsAndRehydrates(t *testing.T) {
 			for id := range before {
 				require.Equal(t, 1, c.count(id), "committed step %s was called again after the restart", id)
 			}
+			steps, runs := usageOf(t, n, "acme", run.SharedRunId)
+			require.Equal(t, per, steps, "step usage differs from the ledger")
+			require.Equal(t, 1, runs, "run usage events")
 		})
 	}
 }
@@ -222,6 +245,10 @@ func TestExecution_staleEpochStopsExecution(t *testing.T) {
 			mark.requireNothingAdded(t, n, chainNeeds(10), 0, c.callsCopy())
 			_, entries := ledgerKinds(t, n, run.SharedRunId)
 			require.Len(t, entries, mark.ledger, "ledger entries were added after the fence")
+			// The attempt in flight at the fence succeeded, but its commit was refused: no usage.
+			steps, runs := usageOf(t, n, "acme", run.SharedRunId)
+			require.Equal(t, succeededPerStep(entries), steps, "step usage differs from the ledger")
+			require.Zero(t, runs, "run usage events")
 			r, err := n.GetRun(ctx, run.SharedRunId)
 			require.NoError(t, err)
 			require.False(t, messages.IsTerminalRun(r.Status), "a fenced execution must not finalize the run")

@@ -33,11 +33,10 @@ type env struct {
 	dir         *directory
 	metrics     nodeMetrics
 	pub         *publisher
-	usageW      *usageWriter
 	cfg         Config
 	now         func() time.Time
-	// group owns the node's background goroutines and timers (and the committer, publisher and
-	// usage writer loops); Node.Stop cancels it and waits for them.
+	// group owns the node's background goroutines and timers (and the committer and publisher
+	// loops); Node.Stop cancels it and waits for them.
 	group *workgroup.Group
 	// dead is set once the cluster declared this incarnation dead: its runs belong to others.
 	dead atomic.Bool
@@ -58,9 +57,6 @@ func (e *env) ledger(ctx context.Context, entries ...*messages.LedgerEntry) {
 func (e *env) finishRun(ctx context.Context, id string, entry *messages.LedgerEntry, fn func(r *messages.SharedRun) bool) (*messages.SharedRun, bool, error) {
 	return e.history.FinishRun(ctx, id, entry, fn)
 }
-
-// usage records a metering event without blocking the caller for I/O.
-func (e *env) usage(ev *messages.UsageEvent) { e.usageW.add(ev) }
 
 // goCleanup runs fn on a goroutine of the node's group with a context that the node's stop
 // does not cancel, bounded by d: work that must finish even while the node stops (releasing

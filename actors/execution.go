@@ -22,6 +22,9 @@ type execution struct {
 	m      *engine.Machine
 	loaded bool
 	tasks  []task // attempts in flight: few (the worker budget), so a slice beats a map
+	// meter is the usage event of the attempt whose success is being fed to the machine: the
+	// commit of that success carries it (submit), so the step is metered by its fenced write.
+	meter *messages.UsageEvent
 }
 
 func newExecutionProps(seed *execSeed) *actor.Props {
@@ -116,7 +119,8 @@ func (x *execution) apply(c actor.Context, now time.Time, ef engine.Effect) {
 }
 
 // onStepDone hands the outcome of the attempt in flight to the machine (a stale one, from an
-// earlier incarnation or a superseded attempt, is dropped) and meters a committed success.
+// earlier incarnation or a superseded attempt, is dropped); the commit of a success carries
+// the attempt's usage event.
 func (x *execution) onStepDone(c actor.Context, m *stepDone) {
 	if m.inc != x.inc || !x.m.InFlight(m.stepID, m.attempt) {
 		return
@@ -133,29 +137,27 @@ func (x *execution) onStepDone(c actor.Context, m *stepDone) {
 	case m.err == nil:
 		ev = engine.AttemptSucceeded{Step: m.stepID, Attempt: m.attempt, Output: m.output, Duration: m.dur,
 			PromptTokens: m.usage.PromptTokens, CompletionTokens: m.usage.CompletionTokens}
+		x.meter = x.stepUsage(m, t.uses)
 	case m.timedOut:
 		ev = engine.AttemptTimedOut{Step: m.stepID, Attempt: m.attempt, Err: m.err}
 	default:
 		ev = engine.AttemptFailed{Step: m.stepID, Attempt: m.attempt, Err: m.err, Permanent: m.permanent}
 	}
-	for _, ef := range x.feed(c, ev) {
-		if cm, ok := ef.(engine.Commit); ok && cm.Record.GetStatus() == messages.StepSucceeded {
-			x.recordUsage(m, t.uses) // after the success was submitted
-		}
-	}
+	x.feed(c, ev)
+	x.meter = nil
 }
 
 // stop reports the end of the execution to its instance and stops the actor.
 func (x *execution) stop(c actor.Context, f engine.Stop) {
 	s := x.seed
-	status := f.Status.String()
+	outcome := execEnded
 	if f.Fenced {
 		s.env.log.Warn("execution fenced; stopping", zap.String("execution_id", s.executionID), zap.Int64("epoch", s.epoch), zap.Error(f.Err))
 		s.env.metrics.fenced()
-		status = "fenced"
+		outcome = execFenced
 	}
 	x.cancelAll()
-	c.Send(c.Parent(), &runFinished{localRunID: s.localRunID, executionID: s.executionID, status: status})
+	c.Send(c.Parent(), &runFinished{localRunID: s.localRunID, executionID: s.executionID, outcome: outcome})
 	c.Stop(c.Self())
 }
 

@@ -18,15 +18,20 @@ import (
 // errCommitterClosed answers a commit submitted after the committer closed (the node stops).
 var errCommitterClosed = errors.New("actors: committer closed")
 
-// submit sends a fenced step write (with its ledger entry) to the committer; the answer comes
-// back as a commitDone.
+// submit sends a fenced step write (with its ledger entry, and for the success of the
+// attempt being fed its usage event) to the committer; the answer comes back as a commitDone.
 func (x *execution) submit(c actor.Context, f engine.Commit) {
 	s, self, inc, id := x.seed, c.Self(), x.inc, f.ID
 	le := f.Ledger
 	le.SharedRunId, le.ExecutionId, le.RuntimeInstanceId = s.req.SharedRunId, s.executionID, s.instanceID
 	le.Epoch, le.TenantId = s.epoch, s.req.GetSnapshot().GetTenantId()
+	var meter *messages.UsageEvent
+	if u := x.meter; u != nil && f.Record.GetStatus() == messages.StepSucceeded && u.StepId == f.Record.GetStepId() {
+		meter, x.meter = u, nil
+	}
 	ok := s.env.commits.submit(commitReq{
-		c:   store.StepCommit{ExecutionID: s.executionID, Epoch: s.epoch, Step: f.Record, Ledger: []*messages.LedgerEntry{le}},
+		c: store.StepCommit{ExecutionID: s.executionID, Epoch: s.epoch, Step: f.Record, Ledger: []*messages.LedgerEntry{le},
+			Usage: meter},
 		run: s.req.SharedRunId,
 		done: func(err error) {
 			s.env.system.Root.Send(self, &commitDone{inc: inc, id: id, result: commitResult(err), err: err})
@@ -114,7 +119,7 @@ func (x *execution) setRunStatus(status engine.RunStatus) {
 func (x *execution) finalize(c actor.Context, f engine.Finalize) {
 	s, self, inc := x.seed, c.Self(), x.inc
 	s.env.group.GoTimeout(15*time.Second, func(ctx context.Context) {
-		err := finalizeRun(ctx, s, f.Status.String(), f.Reason, f.Output)
+		err := finalizeRun(ctx, s, f)
 		res := engine.FinalizeOK
 		switch {
 		case errors.Is(err, store.ErrStaleEpoch):
@@ -136,20 +141,23 @@ func (x *execution) onFinalized(c actor.Context, m *finalizeDone) {
 	x.feed(c, engine.FinalizeDone{Result: m.result, Err: m.err})
 }
 
-// finalizeRun records the terminal status on the execution (fenced), then on the shared run
-// with its terminal ledger entry, and meters the run.
-func finalizeRun(ctx context.Context, s *execSeed, status, reason string, output []byte) error {
+// finalizeRun records the terminal status of f on the execution (fenced), then on the shared
+// run with its terminal ledger entry and the run's usage event in the same store write.
+func finalizeRun(ctx context.Context, s *execSeed, f engine.Finalize) error {
 	e := s.env
+	status, reason, output := f.Status.String(), f.Reason, f.Output
 	if _, err := e.st.UpdateExecution(ctx, s.executionID, s.epoch, func(ex *messages.Execution) error {
 		ex.Status, ex.Output, ex.FailureReason = status, output, reason
 		return nil
 	}); err != nil {
 		return fmt.Errorf("finalize execution %s: %w", s.executionID, err)
 	}
-	kind := map[string]string{messages.RunSucceeded: messages.KindRunSucceeded, messages.RunFailed: messages.KindRunFailed, messages.RunCancelled: messages.KindRunCancelled}[status]
+	kind := terminalKind(f.Status)
 	entry := &messages.LedgerEntry{Kind: kind, SharedRunId: s.req.SharedRunId, ExecutionId: s.executionID,
 		RuntimeInstanceId: s.instanceID, Epoch: s.epoch, Reason: reason, TenantId: s.req.GetSnapshot().GetTenantId()}
-	_, changed, err := e.finishRun(ctx, s.req.SharedRunId, entry, func(r *messages.SharedRun) bool {
+	meter := &messages.UsageEvent{Kind: "run", TenantId: s.req.GetSnapshot().GetTenantId(), SharedRunId: s.req.SharedRunId,
+		ExecutionId: s.executionID}
+	_, changed, err := e.history.FinishRunMetered(ctx, s.req.SharedRunId, entry, meter, func(r *messages.SharedRun) bool {
 		if messages.IsTerminalRun(r.Status) || (r.ExecutionId != "" && r.ExecutionId != s.executionID) {
 			return false
 		}
@@ -163,16 +171,28 @@ func finalizeRun(ctx context.Context, s *execSeed, status, reason string, output
 		return nil
 	}
 	e.metrics.runFinished(status)
-	e.usage(&messages.UsageEvent{Kind: "run", TenantId: s.req.GetSnapshot().GetTenantId(), SharedRunId: s.req.SharedRunId,
-		ExecutionId: s.executionID, At: e.now().UnixNano()})
 	return nil
 }
 
-// recordUsage meters a succeeded attempt (handler uses).
-func (x *execution) recordUsage(m *stepDone, uses string) {
+// stepUsage is the usage event of a succeeded attempt (handler uses). Its At is the store's
+// time of the commit that carries it.
+func (x *execution) stepUsage(m *stepDone, uses string) *messages.UsageEvent {
 	s := x.seed
-	ev := &messages.UsageEvent{Kind: "step", TenantId: s.req.GetSnapshot().GetTenantId(), SharedRunId: s.req.SharedRunId,
+	return &messages.UsageEvent{Kind: "step", TenantId: s.req.GetSnapshot().GetTenantId(), SharedRunId: s.req.SharedRunId,
 		ExecutionId: s.executionID, StepId: m.stepID, Handler: uses, DurationNs: int64(m.dur), Attempts: int32(m.attempt),
-		PromptTokens: m.usage.PromptTokens, CompletionTokens: m.usage.CompletionTokens, At: s.env.now().UnixNano()}
-	s.env.usage(ev)
+		PromptTokens: m.usage.PromptTokens, CompletionTokens: m.usage.CompletionTokens}
+}
+
+// terminalKind is the ledger kind that records a run ending in status ("" for a status that
+// is not terminal).
+func terminalKind(status engine.RunStatus) string {
+	switch status {
+	case engine.RunSucceeded:
+		return messages.KindRunSucceeded
+	case engine.RunFailed:
+		return messages.KindRunFailed
+	case engine.RunCancelled:
+		return messages.KindRunCancelled
+	}
+	return ""
 }

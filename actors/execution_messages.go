@@ -72,14 +72,39 @@ type (
 		inc int
 		f   engine.Finalize
 	}
-	// runFinished tells the runtime instance that an execution ended (status "fenced" when it
-	// stopped because its epoch went stale).
+	// runFinished tells the runtime instance that an execution ended, and how.
 	runFinished struct {
 		localRunID  string
 		executionID string
-		status      string
+		outcome     execOutcome
 	}
 )
+
+// execOutcome is how an execution ended, as its instance learns it.
+type execOutcome uint8
+
+const (
+	// execEnded: the execution stopped on its own (its run finished, or it was told to stop).
+	execEnded execOutcome = iota
+	// execFenced: the execution stopped because its epoch went stale; the run may still be
+	// this instance's to resume.
+	execFenced
+	// execCrashed: the execution's supervisor gave up on it (it stopped without reporting).
+	execCrashed
+)
+
+// String returns "ended", "fenced" or "crashed".
+func (o execOutcome) String() string {
+	switch o {
+	case execEnded:
+		return "ended"
+	case execFenced:
+		return "fenced"
+	case execCrashed:
+		return "crashed"
+	}
+	return "unknown"
+}
 
 // Run control messages, sent to an execution by its runtime instance.
 type (

@@ -95,7 +95,7 @@ func BenchmarkFairShare(b *testing.B) {
 		m := smallMark{starts: &starts{hold: time.Millisecond}, first: make(chan time.Time, 1)}
 		st := benchStore(b, backend, r)
 		n := fairBenchNode(b, st, m, 8)
-		control := func(op string, paused bool) {
+		control := func(op messages.ControlOp, paused bool) {
 			if _, err := n.ControlInstance(ctx, poolInstance, op); err != nil {
 				b.Fatal(err)
 			}
@@ -104,7 +104,7 @@ func BenchmarkFairShare(b *testing.B) {
 				return err == nil && d.IsQueuePaused == paused
 			})
 		}
-		control("pause_queue", true)
+		control(messages.OpPauseQueue, true)
 		for _, tenant := range []string{"big1", "big3"} {
 			for range per {
 				if _, err := n.Submit(ctx, actors.SubmitRequest{Pipeline: "short", Snapshot: tenantSnap(tenant)}); err != nil {
@@ -112,7 +112,7 @@ func BenchmarkFairShare(b *testing.B) {
 				}
 			}
 		}
-		control("resume_queue", false)
+		control(messages.OpResumeQueue, false)
 		lat := make([]time.Duration, 0, b.N)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {

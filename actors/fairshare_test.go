@@ -83,9 +83,9 @@ func startPool(t *testing.T, b testkit.Backend, slots int, s *starts, tenants ..
 // pausePool pauses (or resumes) the pool instance and waits until the registry shows it.
 func pausePool(t *testing.T, n *actors.Node, pause bool) {
 	t.Helper()
-	op := "resume_queue"
+	op := messages.OpResumeQueue
 	if pause {
-		op = "pause_queue"
+		op = messages.OpPauseQueue
 	}
 	ctx := context.Background()
 	_, err := n.ControlInstance(ctx, poolInstance, op)

@@ -10,6 +10,7 @@ import (
 	"github.com/dairuntime/dair/internal/localqueue"
 	"github.com/dairuntime/dair/internal/tenancy"
 	"github.com/dairuntime/dair/messages"
+	"github.com/dairuntime/dair/providers"
 )
 
 // InstanceSpec describes a runtime instance to create: its id and the tenant settings of the
@@ -95,7 +96,7 @@ func (in *instance) Receive(c actor.Context) {
 	case *messages.DispatchRequest:
 		c.Respond(in.dispatch(c, m))
 	case *runFinished:
-		in.finished(c, m.localRunID, m.status)
+		in.finished(c, m.localRunID, m.outcome)
 	case *actor.Terminated:
 		for lr, r := range in.execs {
 			if r.pid.Equal(m.Who) {
@@ -109,7 +110,7 @@ func (in *instance) Receive(c actor.Context) {
 	case *messages.RunStatusRequest:
 		c.Respond(in.runStatus(m))
 	case *messages.QueueStatusRequest:
-		c.Respond(&messages.QueueStatus{Capacity: in.descriptor(c), Result: in.result("queue-status", true, ""),
+		c.Respond(&messages.QueueStatus{Capacity: in.descriptor(c), Result: in.result(providers.OpQueueStatus, true, ""),
 			QueuedLocalRunIds: in.q.QueuedIDs(), RunningLocalRunIds: in.q.RunningIDs()})
 	case *injectPanic:
 		panic("dair: injected instance panic")
@@ -160,7 +161,7 @@ func (in *instance) dispatch(c actor.Context, req *messages.DispatchRequest) *me
 	if reason == "" {
 		lr, reason = in.q.Offer(req, func() string { return ids.New("lrun") })
 	}
-	res := in.result("dispatch", reason == "", reason)
+	res := in.result(providers.OpDispatch, reason == "", reason)
 	res.TenantId, res.CorrelationId, res.LocalRunId = req.GetSnapshot().GetTenantId(), req.CorrelationId, lr
 	if reason == "" {
 		in.startRuns(c)
@@ -188,13 +189,13 @@ func (in *instance) startRuns(c actor.Context) {
 	}
 }
 
-func (in *instance) finished(c actor.Context, lr, status string) {
+func (in *instance) finished(c actor.Context, lr string, outcome execOutcome) {
 	r, ok := in.q.Finish(lr)
 	if !ok {
 		return
 	}
 	delete(in.execs, lr)
-	if status == "fenced" && !in.stopping {
+	if outcome == execFenced && !in.stopping {
 		in.resumeIfStillMine(c, r.Req.SharedRunId)
 	}
 	in.release(r.Req.SharedRunId)
@@ -215,5 +216,5 @@ func (in *instance) execGone(c actor.Context, lr string) {
 			zap.String("shared_run_id", r.seed.req.SharedRunId))
 		failExecution(in.env, r.seed, "execution-crashed")
 	}
-	in.finished(c, lr, "crashed")
+	in.finished(c, lr, execCrashed)
 }

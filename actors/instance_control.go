@@ -4,30 +4,33 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/dairuntime/dair/messages"
+	"github.com/dairuntime/dair/providers"
 )
 
 // control applies a queue or run control op (through the provider's Control) and answers it.
 func (in *instance) control(c actor.Context, m *messages.ControlRequest) *messages.ProviderResult {
-	switch m.Op {
-	case "pause_queue":
+	op, err := m.ControlOp()
+	if err != nil {
+		return in.result(m.Op, false, "unknown-op")
+	}
+	switch op {
+	case messages.OpPauseQueue:
 		in.q.Pause()
-	case "resume_queue":
+	case messages.OpResumeQueue:
 		in.q.Resume()
 		in.startRuns(c)
-	case "drain_queue":
+	case messages.OpDrainQueue:
 		in.q.Drain()
-	case "undrain_queue":
+	case messages.OpUndrainQueue:
 		in.q.Undrain()
-	case "cancel_run", "pause_run", "resume_run":
-		if reason := in.controlRun(c, m); reason != "" {
+	case messages.OpCancelRun, messages.OpPauseRun, messages.OpResumeRun:
+		if reason := in.controlRun(c, op, m); reason != "" {
 			return in.result(m.Op, false, reason)
 		}
-	case "stop_instance":
+	case messages.OpStopInstance:
 		in.stopping = true
 		c.Stop(c.Self())
 		return in.result(m.Op, true, "")
-	default:
-		return in.result(m.Op, false, "unknown-op")
 	}
 	in.publish(c)
 	return in.result(m.Op, true, "")
@@ -35,17 +38,17 @@ func (in *instance) control(c actor.Context, m *messages.ControlRequest) *messag
 
 // controlRun sends a run-control op to the run's execution, or cancels a run still queued. It
 // returns why it could not ("" when it could).
-func (in *instance) controlRun(c actor.Context, m *messages.ControlRequest) string {
+func (in *instance) controlRun(c actor.Context, op messages.ControlOp, m *messages.ControlRequest) string {
 	lr, ok := in.q.Find(m.LocalRunId, m.SharedRunId)
 	if !ok {
 		return "run-not-found"
 	}
 	if r := in.execs[lr]; r != nil {
 		var msg any = &pauseRun{}
-		switch m.Op {
-		case "cancel_run":
+		switch op {
+		case messages.OpCancelRun:
 			msg = &cancelRun{reason: m.Reason}
-		case "resume_run":
+		case messages.OpResumeRun:
 			msg = &resumeRun{}
 		}
 		c.Send(r.pid, msg)
@@ -54,7 +57,7 @@ func (in *instance) controlRun(c actor.Context, m *messages.ControlRequest) stri
 	if !in.q.IsQueued(lr) {
 		return ""
 	}
-	if m.Op != "cancel_run" {
+	if op != messages.OpCancelRun {
 		return "run-not-started"
 	}
 	if r, ok := in.q.Unqueue(lr); ok {
@@ -66,7 +69,7 @@ func (in *instance) controlRun(c actor.Context, m *messages.ControlRequest) stri
 func (in *instance) runStatus(m *messages.RunStatusRequest) *messages.RunStatus {
 	shared, status, ok := in.q.Status(m.LocalRunId)
 	if !ok {
-		return &messages.RunStatus{LocalRunId: m.LocalRunId, Result: in.result("run-status", false, "run-not-found")}
+		return &messages.RunStatus{LocalRunId: m.LocalRunId, Result: in.result(providers.OpRunStatus, false, "run-not-found")}
 	}
-	return &messages.RunStatus{LocalRunId: m.LocalRunId, SharedRunId: shared, Status: status, Result: in.result("run-status", true, "")}
+	return &messages.RunStatus{LocalRunId: m.LocalRunId, SharedRunId: shared, Status: status, Result: in.result(providers.OpRunStatus, true, "")}
 }

@@ -26,8 +26,8 @@ import (
 const stopWait = 10 * time.Second
 
 // Node is one running dair node: an actor system with the node's supervision tree, the
-// control-plane services, the committer, the publisher and the usage writer, and the worker
-// group that owns every background goroutine of the node. Its methods are goroutine-safe.
+// control-plane services, the committer, the publisher, and the worker group that owns every
+// background goroutine of the node. Its methods are goroutine-safe.
 type Node struct {
 	env       *env
 	plane     *plane
@@ -111,10 +111,8 @@ func newEnv(cfg Config, sys *actor.ActorSystem) *env {
 	e.commits = &committer{c}
 	e.history = ledger.NewWriter(cfg.Store, ledger.WriterConfig{Committer: c, Notifier: e.hub, Log: e.log})
 	e.pub = newPublisher(cfg.Store, e.log, e.metrics.Metrics, cfg.HeartbeatTTL, cfg.ReservationTTL, e.incarnation)
-	e.usageW = newUsageWriter(cfg.Store, e.log)
 	c.Start(e.group)
 	e.pub.start(e.group)
-	e.usageW.start(e.group)
 	return e
 }
 
@@ -187,7 +185,7 @@ func (n *Node) spawnTree(ctx context.Context) error {
 //  2. stop the supervision tree (control plane, instances and their executions; in-flight
 //     steps are cancelled, their committed state stays) and wait until it is gone or ctx ends;
 //  3. cancel the node's worker group and wait for its goroutines, at most stopWait: background
-//     work returns, and the committer, publisher and usage writer write what they hold;
+//     work returns, and the committer and publisher write what they hold;
 //  4. shut the actor system down when the node created it.
 //
 // It is idempotent (later calls return the first call's result) and does not close the store.

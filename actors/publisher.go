@@ -14,7 +14,7 @@ import (
 	"github.com/dairuntime/dair/messages"
 )
 
-// writeTimeout bounds one store write of the publisher and the usage writer, also the final
+// writeTimeout bounds one store write of the publisher, also the final
 // flush after the node's stop began.
 const writeTimeout = 5 * time.Second
 
@@ -164,67 +164,4 @@ func (p *publisher) retry(id string, s pubState) {
 		p.pending[id] = s
 	}
 	p.mu.Unlock()
-}
-
-// usageWriter appends usage events in batches off the hot path, from one goroutine of the
-// node's group; what is buffered when the group stops is written before the loop returns.
-type usageWriter struct {
-	st      store.Usage
-	log     *zap.Logger
-	in      chan *messages.UsageEvent
-	closing chan struct{} // closed when the loop stops taking events
-}
-
-func newUsageWriter(st store.Usage, log *zap.Logger) *usageWriter {
-	return &usageWriter{st: st, log: log, in: make(chan *messages.UsageEvent, 8192), closing: make(chan struct{})}
-}
-
-// start runs the writer's loop in g.
-func (u *usageWriter) start(g *workgroup.Group) { g.Go(u.loop) }
-
-// add queues an event. It blocks only while the buffer is full; after the stop it drops ev.
-func (u *usageWriter) add(ev *messages.UsageEvent) {
-	select {
-	case u.in <- ev:
-	case <-u.closing:
-	}
-}
-
-func (u *usageWriter) loop(ctx context.Context) {
-	for {
-		var batch []*messages.UsageEvent
-		select {
-		case ev := <-u.in:
-			batch = append(batch, ev)
-		case <-ctx.Done():
-			close(u.closing)
-			u.write(ctx, u.take(nil, len(u.in)))
-			return
-		}
-		u.write(ctx, u.take(batch, 512))
-	}
-}
-
-// take appends to batch what is buffered, up to n events in all.
-func (u *usageWriter) take(batch []*messages.UsageEvent, n int) []*messages.UsageEvent {
-	for len(batch) < n {
-		select {
-		case ev := <-u.in:
-			batch = append(batch, ev)
-		default:
-			return batch
-		}
-	}
-	return batch
-}
-
-func (u *usageWriter) write(ctx context.Context, batch []*messages.UsageEvent) {
-	if len(batch) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-	defer cancel()
-	if err := u.st.AppendUsage(ctx, batch...); err != nil {
-		u.log.Warn("append usage", zap.Int("events", len(batch)), zap.Error(err))
-	}
 }

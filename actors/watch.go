@@ -126,7 +126,7 @@ func (n *Node) declaredDead(how string) {
 		e.log.Error("this node was declared dead by the cluster; stopping its runtime instances", zap.String("signal", how))
 		for _, id := range e.dir.ids() {
 			if pid, ok := e.dir.Lookup(id); ok {
-				e.system.Root.Send(pid, &messages.ControlRequest{RuntimeInstanceId: id, Op: "stop_instance"})
+				e.system.Root.Send(pid, &messages.ControlRequest{RuntimeInstanceId: id, Op: messages.OpStopInstance.String()})
 			}
 		}
 		if e.cfg.OnDeclaredDead != nil {

@@ -67,6 +67,9 @@ const (
 	// CodeInvalidInput (400) answers a submit whose input does not match the pipeline's
 	// input_schema, or lacks a field its templates use.
 	CodeInvalidInput = "invalid_input"
+	// CodeNodeStopping (503, with Retry-After) answers a request that reaches a node while it
+	// shuts down; another node, or this one once restarted, takes it.
+	CodeNodeStopping = "node_stopping"
 )
 
 // Run is a shared run with its steps.

@@ -2,10 +2,8 @@ package testkit
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/dairuntime/dair/client"
 	"github.com/dairuntime/dair/httpapi"
+	"github.com/dairuntime/dair/internal/localcluster"
 )
 
 // ProcessNode is one `dair node` process of a ProcessCluster. Its id, membership (bind) address
@@ -151,7 +150,7 @@ func (n *ProcessNode) Heal() {
 // Members returns the node's membership view (GET /v1/cluster/members). It blocks on HTTP.
 func (n *ProcessNode) Members(ctx context.Context) (*httpapi.MemberList, error) {
 	var ml httpapi.MemberList
-	if err := httpCall(ctx, http.MethodGet, n.URL()+"/v1/cluster/members", http.StatusOK, &ml); err != nil {
+	if err := localcluster.HTTPCall(ctx, http.MethodGet, n.URL()+"/v1/cluster/members", http.StatusOK, &ml); err != nil {
 		return nil, fmt.Errorf("testkit: members of %s: %w", n.id, err)
 	}
 	return &ml, nil
@@ -261,34 +260,5 @@ func (n *ProcessNode) debug(path string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return httpCall(ctx, http.MethodPost, n.URL()+path, http.StatusNoContent, nil)
-}
-
-// httpCall sends a bodyless request, checks the status and decodes a JSON answer into out
-// (when out is not nil).
-func httpCall(ctx context.Context, method, url string, want int, out any) (err error) {
-	req, err := http.NewRequestWithContext(ctx, method, url, nil)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, url, err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, url, err)
-	}
-	defer func() {
-		if cerr := resp.Body.Close(); cerr != nil {
-			err = errors.Join(err, fmt.Errorf("close body: %w", cerr))
-		}
-	}()
-	if resp.StatusCode != want {
-		b, rerr := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return errors.Join(fmt.Errorf("%s %s: HTTP %d: %s", method, url, resp.StatusCode, strings.TrimSpace(string(b))), rerr)
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("decode %s %s: %w", method, url, err)
-	}
-	return nil
+	return localcluster.HTTPCall(ctx, http.MethodPost, n.URL()+path, http.StatusNoContent, nil)
 }

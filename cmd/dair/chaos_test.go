@@ -23,11 +23,8 @@ import (
 const chaosTimeout = 6 * time.Minute
 
 // TestChaos_shortProfile runs `dair chaos` with every fault kind (3 nodes, 30 runs, 25 s) as
-// a subprocess and requires every property of its JSON report to hold.
-//
-// TODO(issue 9): usage_equals_ledger is logged, not required, until usage is exactly-once
-// (usage written with the fenced step commit). Once that lands, require it too: delete the
-// exemption below, and the test then requires exit status 0.
+// a subprocess and requires every property of its JSON report to hold (usage_equals_ledger
+// included: usage is written by the fenced commits) and exit status 0.
 func TestChaos_shortProfile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process chaos run")
@@ -57,11 +54,7 @@ func TestChaos_shortProfile(t *testing.T) {
 	require.Len(t, rep.FaultLog, 4, "the 25 s schedule has one fault of each kind")
 	failed := 0
 	for _, p := range rep.Properties {
-		switch {
-		case p.Held:
-		case p.Name == chaos.PropUsage:
-			t.Logf("TODO(issue 9): %s does not hold yet: %s\n  %s", p.Name, p.Summary, strings.Join(p.Violations, "\n  "))
-		default:
+		if !p.Held {
 			failed++
 			t.Errorf("property %s failed: %s\n  %s", p.Name, p.Summary, strings.Join(p.Violations, "\n  "))
 		}
@@ -70,6 +63,7 @@ func TestChaos_shortProfile(t *testing.T) {
 	if failed > 0 {
 		t.Fatalf("%d properties failed (log directory %s)", failed, rep.LogDir)
 	}
+	require.Equal(t, 0, code)
 	require.Equal(t, rep.Workload.Acknowledged, rep.Workload.Succeeded)
 }
 

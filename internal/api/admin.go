@@ -10,6 +10,7 @@ import (
 	"github.com/dairuntime/dair/internal/auth"
 	"github.com/dairuntime/dair/internal/dag"
 	"github.com/dairuntime/dair/internal/tenancy"
+	"github.com/dairuntime/dair/messages"
 )
 
 // listInstances handles GET /v1/instances[?tenant_id=] (operator).
@@ -36,7 +37,7 @@ func (s *server) listInstances(w http.ResponseWriter, r *http.Request) {
 
 // controlInstance handles POST /v1/instances/{id}/pause|resume|drain (operator) and answers
 // the descriptor after the change.
-func (s *server) controlInstance(op string) http.HandlerFunc {
+func (s *server) controlInstance(op messages.ControlOp) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := requireRole(r, auth.RoleOperator); err != nil {
 			s.fail(w, r, err)
@@ -155,31 +156,8 @@ func (s *server) putPipeline(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	src, err := io.ReadAll(r.Body)
+	src, parsed, err := s.pipelineBody(r, "api: request body is empty")
 	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if len(src) == 0 {
-		s.fail(w, r, badRequest("api: request body is empty"))
-		return
-	}
-	key := r.PathValue("key")
-	// The limits are checked before the node validates: parsing is linear in the document.
-	if err := s.cfg.Limits.CheckDocument(src); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	parsed, err := dag.Parse(src)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if parsed.Key != key {
-		s.fail(w, r, badRequest("api: pipeline key %q in the body differs from %q in the path", parsed.Key, key))
-		return
-	}
-	if err := s.cfg.Limits.Check(parsed); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -196,6 +174,35 @@ func (s *server) putPipeline(w http.ResponseWriter, r *http.Request) {
 	out := s.pipelineView(r, pv, true)
 	out.Warnings = parsed.InputWarnings()
 	s.writeJSON(w, http.StatusOK, out)
+}
+
+// pipelineBody reads the pipeline document of a request to /v1/pipelines/{key}[/check] and
+// returns it with its parse: an empty body is a bad request (emptyMsg says so), and the
+// document must be within the limits, parse, and carry the path's key. The limits are checked
+// before the node validates: parsing is linear in the document.
+func (s *server) pipelineBody(r *http.Request, emptyMsg string) ([]byte, *dag.Pipeline, error) {
+	src, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(src) == 0 {
+		return nil, nil, badRequest("%s", emptyMsg)
+	}
+	key := r.PathValue("key")
+	if err := s.cfg.Limits.CheckDocument(src); err != nil {
+		return nil, nil, err
+	}
+	parsed, err := dag.Parse(src)
+	if err != nil {
+		return nil, nil, err
+	}
+	if parsed.Key != key {
+		return nil, nil, badRequest("api: pipeline key %q in the body differs from %q in the path", parsed.Key, key)
+	}
+	if err := s.cfg.Limits.Check(parsed); err != nil {
+		return nil, nil, err
+	}
+	return src, parsed, nil
 }
 
 // listPipelines handles GET /v1/pipelines.

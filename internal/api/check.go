@@ -1,13 +1,11 @@
 package api
 
 import (
-	"io"
 	"net/http"
 	"strconv"
 
 	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/auth"
-	"github.com/dairuntime/dair/internal/dag"
 )
 
 // maxCheckLast bounds ?last= of the pipeline check.
@@ -30,30 +28,8 @@ func (s *server) checkPipeline(w http.ResponseWriter, r *http.Request) {
 		}
 		last = n
 	}
-	src, err := io.ReadAll(r.Body)
+	src, _, err := s.pipelineBody(r, "api: request body is empty; send the new pipeline definition")
 	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if len(src) == 0 {
-		s.fail(w, r, badRequest("api: request body is empty; send the new pipeline definition"))
-		return
-	}
-	key := r.PathValue("key")
-	if err := s.cfg.Limits.CheckDocument(src); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	parsed, err := dag.Parse(src)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if parsed.Key != key {
-		s.fail(w, r, badRequest("api: pipeline key %q in the body differs from %q in the path", parsed.Key, key))
-		return
-	}
-	if err := s.cfg.Limits.Check(parsed); err != nil {
 		s.fail(w, r, err)
 		return
 	}

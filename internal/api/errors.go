@@ -67,6 +67,9 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.writeError(w, http.StatusTooManyRequests, httpapi.CodeTenantQueueFull, publicMessage(err.Error()))
 	case errors.Is(err, actors.ErrNoCapacity):
 		s.writeError(w, http.StatusServiceUnavailable, httpapi.CodeNoCapacity, publicMessage(err.Error()))
+	case errors.Is(err, actors.ErrStopped):
+		w.Header().Set("Retry-After", storeRetryAfter)
+		s.writeError(w, http.StatusServiceUnavailable, httpapi.CodeNodeStopping, "api: node is stopping; retry on another node")
 	case errors.Is(err, actors.ErrNotRunning):
 		s.writeError(w, http.StatusConflict, httpapi.CodeNotRunning, "api: run is not running")
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:

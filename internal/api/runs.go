@@ -210,14 +210,14 @@ func (s *server) listRuns(w http.ResponseWriter, r *http.Request) {
 // controlRun handles POST /v1/runs/{id}/cancel|pause|resume and answers the run after the
 // change; a run that is not running is a 409. Resuming a run of a suspended tenant is a 423
 // (it would start work for the tenant); pausing and cancelling stay allowed.
-func (s *server) controlRun(op string) http.HandlerFunc {
+func (s *server) controlRun(op messages.ControlOp) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		run, err := s.authorizedRun(r, r.PathValue("id"))
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		if op == "resume_run" {
+		if op == messages.OpResumeRun {
 			if err := s.requireActiveTenant(r, run.TenantId); err != nil {
 				s.fail(w, r, err)
 				return

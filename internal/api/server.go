@@ -18,6 +18,7 @@ import (
 	"github.com/dairuntime/dair/internal/auth"
 	"github.com/dairuntime/dair/internal/dag"
 	"github.com/dairuntime/dair/internal/ui"
+	"github.com/dairuntime/dair/messages"
 )
 
 // Config configures the HTTP API handler. The zero value of each field means its default.
@@ -96,16 +97,16 @@ func New(cfg Config) http.Handler {
 	v1("POST /v1/runs", s.submitRun)
 	v1("GET /v1/runs", s.listRuns)
 	v1("GET /v1/runs/{id}", s.getRun)
-	v1("POST /v1/runs/{id}/cancel", s.emptyBody(s.controlRun("cancel_run")))
-	v1("POST /v1/runs/{id}/pause", s.emptyBody(s.controlRun("pause_run")))
-	v1("POST /v1/runs/{id}/resume", s.emptyBody(s.controlRun("resume_run")))
+	v1("POST /v1/runs/{id}/cancel", s.emptyBody(s.controlRun(messages.OpCancelRun)))
+	v1("POST /v1/runs/{id}/pause", s.emptyBody(s.controlRun(messages.OpPauseRun)))
+	v1("POST /v1/runs/{id}/resume", s.emptyBody(s.controlRun(messages.OpResumeRun)))
 	v1("GET /v1/runs/{id}/events", s.runEvents)
 	v1("POST /v1/sessions/{session_id}/invoke", s.invoke)
 
 	v1("GET /v1/instances", s.listInstances)
-	v1("POST /v1/instances/{id}/pause", s.emptyBody(s.controlInstance("pause_queue")))
-	v1("POST /v1/instances/{id}/resume", s.emptyBody(s.controlInstance("resume_queue")))
-	v1("POST /v1/instances/{id}/drain", s.emptyBody(s.controlInstance("drain_queue")))
+	v1("POST /v1/instances/{id}/pause", s.emptyBody(s.controlInstance(messages.OpPauseQueue)))
+	v1("POST /v1/instances/{id}/resume", s.emptyBody(s.controlInstance(messages.OpResumeQueue)))
+	v1("POST /v1/instances/{id}/drain", s.emptyBody(s.controlInstance(messages.OpDrainQueue)))
 	v1("POST /v1/queue/drain", s.emptyBody(s.drainQueue))
 
 	v1("GET /v1/tenants", s.listTenants)

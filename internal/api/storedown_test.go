@@ -138,3 +138,15 @@ func TestServer_errorMessages_noInternals(t *testing.T) {
 		})
 	}
 }
+
+// TestServer_submitWhileStopping checks that a submit reaching a stopping node answers 503
+// node_stopping with Retry-After, not 500 internal.
+func TestServer_submitWhileStopping(t *testing.T) {
+	f := newFixture(t, false, nil)
+	f.putPipeline(threeStep)
+	require.NoError(t, f.node.Stop(context.Background()))
+	code, retry, eb := rawCall(t, "POST", f.srv.URL+"/v1/runs", `{"pipeline":"three","input":{}}`)
+	require.Equal(t, http.StatusServiceUnavailable, code, "%+v", eb)
+	require.Equal(t, httpapi.CodeNodeStopping, eb.Error.Code)
+	require.NotEmpty(t, retry)
+}

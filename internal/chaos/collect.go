@@ -16,9 +16,11 @@ import (
 const settleStable = 3
 
 // collect reads the evidence of every acknowledged run from the store (run record, ledger,
-// step records, usage), the counting server's calls and the live reservations. Usage and
-// reservations are written asynchronously, so it waits (up to Config.SettleTimeout) for usage
-// to match the ledgers or stop changing, and for the holds to drain.
+// step records, usage), the counting server's calls and the live reservations. Usage is
+// written by the fenced commits themselves, so it matches the ledgers at the first read unless
+// exactly-once metering is broken; reservations are released asynchronously. It waits (up to
+// Config.SettleTimeout) for usage to match the ledgers or stop changing, and for the holds to
+// drain.
 func (h *harness) collect(ctx context.Context, faults []FaultRecord) (Evidence, map[string][]httpapi.LedgerEntry, error) {
 	ev := Evidence{Calls: h.counter.snapshot(), Frozen: frozenWindows(faults), Senders: h.pidNames()}
 	ledgers := map[string][]httpapi.LedgerEntry{}

@@ -213,7 +213,7 @@ func settingsOf(d *messages.CapacityDescriptor) *messages.TenantSettings {
 // stop stops one instance through its provider (control op stop_instance) and removes its
 // registry entry.
 func (l *Lifecycle) stop(ctx context.Context, d *messages.CapacityDescriptor) error {
-	res := l.cfg.Control.Control(ctx, d, &messages.ControlRequest{RuntimeInstanceId: d.RuntimeInstanceId, Op: "stop_instance"})
+	res := l.cfg.Control.Control(ctx, d, &messages.ControlRequest{RuntimeInstanceId: d.RuntimeInstanceId, Op: messages.OpStopInstance.String()})
 	if !res.GetOk() {
 		return fmt.Errorf("stop instance %s: %s", d.RuntimeInstanceId, res.GetReason())
 	}

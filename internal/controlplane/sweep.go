@@ -200,7 +200,7 @@ func (l *Lifecycle) Suspend(ctx context.Context, t *messages.TenantSettings) err
 	}
 	for _, d := range insts {
 		if tenancy.InScope(d, t) {
-			l.cfg.Control.Control(ctx, d, &messages.ControlRequest{RuntimeInstanceId: d.RuntimeInstanceId, Op: "stop_instance"})
+			l.cfg.Control.Control(ctx, d, &messages.ControlRequest{RuntimeInstanceId: d.RuntimeInstanceId, Op: messages.OpStopInstance.String()})
 			if err := l.st.DeleteInstance(ctx, d.RuntimeInstanceId); err != nil {
 				return err
 			}

@@ -185,62 +185,82 @@ func normalizeDepth(v any, path string, depth int) (any, error) {
 		}
 		return normalizeDepth(f, path, depth)
 	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			n, err := normalizeDepth(e, path+"."+k, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = n
-		}
-		return out, nil
+		return normalizeMap(x, path, depth)
 	case map[any]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			var key string
-			switch kk := k.(type) {
-			case string:
-				key = kk
-			case bool, int, int64, uint64, float64:
-				key = fmt.Sprint(kk)
-			default:
-				return nil, &normalizeError{path: path, err: fmt.Errorf("mapping key of type %T", k)}
-			}
-			if _, dup := out[key]; dup {
-				return nil, &normalizeError{path: path, err: fmt.Errorf("duplicate mapping key %q", key)}
-			}
-			n, err := normalizeDepth(e, path+"."+key, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[key] = n
-		}
-		return out, nil
+		return normalizeAnyKeyMap(x, path, depth)
 	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			n, err := normalizeDepth(e, fmt.Sprintf("%s[%d]", path, i), depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = n
-		}
-		return out, nil
+		return normalizeSlice(x, path, depth)
 	default:
-		// Anything else (Go structs, typed maps and slices, time.Time, []byte) goes through
-		// encoding/json once and is normalized from there.
-		b, err := json.Marshal(x)
-		if err != nil {
-			return nil, &normalizeError{path: path, err: fmt.Errorf("value of type %T: %w", v, err)}
-		}
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.UseNumber()
-		var generic any
-		if err := dec.Decode(&generic); err != nil {
-			return nil, &normalizeError{path: path, err: fmt.Errorf("value of type %T: %w", v, err)}
-		}
-		return normalizeDepth(generic, path, depth)
+		return normalizeViaJSON(v, path, depth)
 	}
+}
+
+// normalizeMap normalizes the values of a JSON object.
+func normalizeMap(x map[string]any, path string, depth int) (any, error) {
+	out := make(map[string]any, len(x))
+	for k, e := range x {
+		n, err := normalizeDepth(e, path+"."+k, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = n
+	}
+	return out, nil
+}
+
+// normalizeAnyKeyMap turns a YAML mapping into a JSON object: scalar keys become strings, and
+// two keys that read the same are an error.
+func normalizeAnyKeyMap(x map[any]any, path string, depth int) (any, error) {
+	out := make(map[string]any, len(x))
+	for k, e := range x {
+		var key string
+		switch kk := k.(type) {
+		case string:
+			key = kk
+		case bool, int, int64, uint64, float64:
+			key = fmt.Sprint(kk)
+		default:
+			return nil, &normalizeError{path: path, err: fmt.Errorf("mapping key of type %T", k)}
+		}
+		if _, dup := out[key]; dup {
+			return nil, &normalizeError{path: path, err: fmt.Errorf("duplicate mapping key %q", key)}
+		}
+		n, err := normalizeDepth(e, path+"."+key, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		out[key] = n
+	}
+	return out, nil
+}
+
+// normalizeSlice normalizes the elements of a JSON array.
+func normalizeSlice(x []any, path string, depth int) (any, error) {
+	out := make([]any, len(x))
+	for i, e := range x {
+		n, err := normalizeDepth(e, fmt.Sprintf("%s[%d]", path, i), depth+1)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+// normalizeViaJSON normalizes anything else (Go structs, typed maps and slices, time.Time,
+// []byte) by going through encoding/json once and normalizing the generic result.
+func normalizeViaJSON(v any, path string, depth int) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, &normalizeError{path: path, err: fmt.Errorf("value of type %T: %w", v, err)}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var generic any
+	if err := dec.Decode(&generic); err != nil {
+		return nil, &normalizeError{path: path, err: fmt.Errorf("value of type %T: %w", v, err)}
+	}
+	return normalizeDepth(generic, path, depth)
 }
 
 // sortedKeys returns m's keys in order.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 
@@ -82,12 +83,7 @@ func LLMChat(opts Options) step.Handler {
 
 // runLLMChat is one attempt of the llm.chat handler.
 func runLLMChat(ctx context.Context, opts Options, req *step.Request) (step.Result, error) {
-	base, err := optString(NameLLMChat, req.With, "base_url")
-	if err != nil {
-		return step.Result{}, err
-	}
-	base = llmBaseURL(base)
-	u, err := checkURL(NameLLMChat, base+"/chat/completions")
+	u, err := chatURL(req.With)
 	if err != nil {
 		return step.Result{}, err
 	}
@@ -95,14 +91,37 @@ func runLLMChat(ctx context.Context, opts Options, req *step.Request) (step.Resu
 	if err != nil {
 		return step.Result{}, err
 	}
+	hreq, what, err := newChatHTTPRequest(ctx, opts, req, u, body)
+	if err != nil {
+		return step.Result{}, err
+	}
+	resp, err := send(ctx, opts.HTTPClient, hreq, opts.MaxBodyBytes, what)
+	if err != nil {
+		return step.Result{}, err
+	}
+	return chatResult(what, resp, body.Model)
+}
+
+// chatURL returns the chat completions endpoint of `with.base_url` (or the default base).
+func chatURL(with map[string]any) (*url.URL, error) {
+	base, err := optString(NameLLMChat, with, "base_url")
+	if err != nil {
+		return nil, err
+	}
+	return checkURL(NameLLMChat, llmBaseURL(base)+"/chat/completions")
+}
+
+// newChatHTTPRequest builds the POST of body to u, with the API key, idempotency key and
+// tenant headers. what names the request in errors.
+func newChatHTTPRequest(ctx context.Context, opts Options, req *step.Request, u *url.URL, body *chatRequest) (hreq *http.Request, what string, err error) {
 	raw, err := json.Marshal(body)
 	if err != nil {
-		return step.Result{}, invalid(NameLLMChat, "encode request: %v", err)
+		return nil, "", invalid(NameLLMChat, "encode request: %v", err)
 	}
-	what := fmt.Sprintf("llm.chat POST %s", u.Redacted())
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(raw))
+	what = fmt.Sprintf("llm.chat POST %s", u.Redacted())
+	hreq, err = http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(raw))
 	if err != nil {
-		return step.Result{}, invalid(NameLLMChat, "build request %s: %v", what, err)
+		return nil, "", invalid(NameLLMChat, "build request %s: %v", what, err)
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json")
@@ -117,11 +136,13 @@ func runLLMChat(ctx context.Context, opts Options, req *step.Request) (step.Resu
 		hreq.Header.Set("Idempotency-Key", req.IdempotencyKey)
 	}
 	setTenantHeaders(hreq.Header, req.Snapshot)
+	return hreq, what, nil
+}
 
-	resp, err := send(ctx, opts.HTTPClient, hreq, opts.MaxBodyBytes, what)
-	if err != nil {
-		return step.Result{}, err
-	}
+// chatResult turns a chat completion answer into the step's output; a non-2xx status, an
+// undecodable body, an error object or no choices is an error. model is the requested model,
+// reported when the answer names none.
+func chatResult(what string, resp *response, model string) (step.Result, error) {
 	var cr chatResponse
 	decErr := json.Unmarshal(resp.body, &cr)
 	if resp.status < 200 || resp.status > 299 {
@@ -146,9 +167,8 @@ func runLLMChat(ctx context.Context, opts Options, req *step.Request) (step.Resu
 	if choice.Message.Content != nil {
 		content = *choice.Message.Content
 	}
-	model := cr.Model
-	if model == "" {
-		model = body.Model
+	if cr.Model != "" {
+		model = cr.Model
 	}
 	out := map[string]any{
 		"content":       content,

@@ -55,88 +55,124 @@ func InputHash(with map[string]any) string {
 //     step_succeeded for a succeeded step;
 //   - "order-violation": a step started before a dependency succeeded.
 func Replay(in ReplayInput) Report {
-	r := Report{ExecutionID: in.Execution.GetExecutionId()}
-	add := func(step, reason string) {
-		r.Divergences = append(r.Divergences, Divergence{StepID: step, Reason: reason})
-	}
+	rp := &replayer{in: in, r: Report{ExecutionID: in.Execution.GetExecutionId()}, led: indexLedger(in),
+		outputs: map[string]any{}}
 	if in.Execution.GetPipelineHash() != in.Pipeline.Hash {
-		add("", fmt.Sprintf("pipeline-changed: execution pinned %s, pipeline is %s", in.Execution.GetPipelineHash(), in.Pipeline.Hash))
+		rp.add("", fmt.Sprintf("pipeline-changed: execution pinned %s, pipeline is %s", in.Execution.GetPipelineHash(), in.Pipeline.Hash))
 	}
 	states := map[string]*messages.StepState{}
 	for _, s := range in.Steps {
 		states[s.StepId] = s
 	}
-	succeededSeq := map[string]int64{}
-	successes := map[string]int{}
-	lastStart := map[string]*messages.LedgerEntry{}
-	firstStart := map[string]int64{}
+	if len(in.Execution.GetInput()) > 0 {
+		if err := json.Unmarshal(in.Execution.Input, &rp.input); err != nil {
+			rp.add("", "input-unreadable: "+err.Error())
+		}
+	}
+	for _, id := range in.Graph.Order() {
+		st := states[id]
+		if st == nil || st.Status != messages.StepSucceeded {
+			if in.Execution.GetStatus() == messages.RunSucceeded {
+				rp.add(id, "not-succeeded")
+			}
+			continue
+		}
+		rp.checkLedger(id)
+		rp.checkInput(id)
+		var out any
+		if len(st.Output) > 0 {
+			if err := json.Unmarshal(st.Output, &out); err != nil {
+				rp.add(id, "output-unreadable")
+			}
+		}
+		rp.outputs[id] = out
+		rp.r.Replayed++
+	}
+	rp.r.Diverged = len(rp.r.Divergences) > 0
+	return rp.r
+}
+
+// replayer is the state of one Replay.
+type replayer struct {
+	in      ReplayInput
+	r       Report
+	led     ledgerIndex
+	input   any            // the execution's input, decoded
+	outputs map[string]any // recorded outputs of the steps replayed so far
+}
+
+func (rp *replayer) add(step, reason string) {
+	rp.r.Divergences = append(rp.r.Divergences, Divergence{StepID: step, Reason: reason})
+}
+
+// checkLedger checks that succeeded step id has exactly one step_succeeded entry and did not
+// start before a dependency succeeded.
+func (rp *replayer) checkLedger(id string) {
+	switch n := rp.led.successes[id]; {
+	case n == 0:
+		rp.add(id, "missing-commit")
+	case n > 1:
+		rp.add(id, fmt.Sprintf("duplicate-commit: %d step_succeeded entries", n))
+	}
+	for _, dep := range rp.in.Graph.Needs(id) {
+		if ds, ok := rp.led.succeededSeq[dep]; ok {
+			if fs, ok := rp.led.firstStart[id]; ok && fs < ds {
+				rp.add(id, "order-violation: started before "+dep+" succeeded")
+			}
+		}
+	}
+}
+
+// checkInput re-renders step id's inputs from the recorded outputs before it and compares
+// them with the input hash recorded at its last start.
+func (rp *replayer) checkInput(id string) {
+	step, _ := rp.in.Pipeline.Step(id)
+	with, err := dag.RenderWith(step.With, dag.Scope{Input: rp.input, Steps: rp.outputs,
+		TenantID: rp.in.Execution.GetSnapshot().GetTenantId(), ExecutionID: rp.in.Execution.GetExecutionId()})
+	if err != nil {
+		rp.add(id, "render-failed: "+err.Error())
+		return
+	}
+	rec := rp.led.lastStart[id]
+	if rec == nil {
+		return
+	}
+	var d struct {
+		InputHash string `json:"input_hash"`
+	}
+	if json.Unmarshal(rec.Data, &d) == nil && d.InputHash != "" && d.InputHash != InputHash(with) {
+		rp.add(id, "input-diverged")
+	}
+}
+
+// ledgerIndex is what Replay reads from the execution's ledger entries, by step id.
+type ledgerIndex struct {
+	successes    map[string]int                   // step_succeeded entries
+	succeededSeq map[string]int64                 // seq of the first step_succeeded
+	firstStart   map[string]int64                 // seq of the first step_started
+	lastStart    map[string]*messages.LedgerEntry // the last step_started
+}
+
+// indexLedger indexes the entries of in.Ledger that belong to the execution (or to none).
+func indexLedger(in ReplayInput) ledgerIndex {
+	x := ledgerIndex{successes: map[string]int{}, succeededSeq: map[string]int64{},
+		firstStart: map[string]int64{}, lastStart: map[string]*messages.LedgerEntry{}}
 	for _, e := range in.Ledger {
 		if in.Execution != nil && e.ExecutionId != "" && e.ExecutionId != in.Execution.ExecutionId {
 			continue
 		}
 		switch e.Kind {
 		case messages.KindStepSucceeded:
-			successes[e.StepId]++
-			if _, ok := succeededSeq[e.StepId]; !ok {
-				succeededSeq[e.StepId] = e.Seq
+			x.successes[e.StepId]++
+			if _, ok := x.succeededSeq[e.StepId]; !ok {
+				x.succeededSeq[e.StepId] = e.Seq
 			}
 		case messages.KindStepStarted:
-			lastStart[e.StepId] = e
-			if _, ok := firstStart[e.StepId]; !ok {
-				firstStart[e.StepId] = e.Seq
+			x.lastStart[e.StepId] = e
+			if _, ok := x.firstStart[e.StepId]; !ok {
+				x.firstStart[e.StepId] = e.Seq
 			}
 		}
 	}
-	var input any
-	if len(in.Execution.GetInput()) > 0 {
-		if err := json.Unmarshal(in.Execution.Input, &input); err != nil {
-			add("", "input-unreadable: "+err.Error())
-		}
-	}
-	outputs := map[string]any{}
-	tenant := in.Execution.GetSnapshot().GetTenantId()
-	for _, id := range in.Graph.Order() {
-		st := states[id]
-		if st == nil || st.Status != messages.StepSucceeded {
-			if in.Execution.GetStatus() == messages.RunSucceeded {
-				add(id, "not-succeeded")
-			}
-			continue
-		}
-		switch n := successes[id]; {
-		case n == 0:
-			add(id, "missing-commit")
-		case n > 1:
-			add(id, fmt.Sprintf("duplicate-commit: %d step_succeeded entries", n))
-		}
-		for _, dep := range in.Graph.Needs(id) {
-			if ds, ok := succeededSeq[dep]; ok {
-				if fs, ok := firstStart[id]; ok && fs < ds {
-					add(id, "order-violation: started before "+dep+" succeeded")
-				}
-			}
-		}
-		step, _ := in.Pipeline.Step(id)
-		with, err := dag.RenderWith(step.With, dag.Scope{Input: input, Steps: outputs, TenantID: tenant, ExecutionID: in.Execution.GetExecutionId()})
-		if err != nil {
-			add(id, "render-failed: "+err.Error())
-		} else if rec := lastStart[id]; rec != nil {
-			var d struct {
-				InputHash string `json:"input_hash"`
-			}
-			if json.Unmarshal(rec.Data, &d) == nil && d.InputHash != "" && d.InputHash != InputHash(with) {
-				add(id, "input-diverged")
-			}
-		}
-		var out any
-		if len(st.Output) > 0 {
-			if err := json.Unmarshal(st.Output, &out); err != nil {
-				add(id, "output-unreadable")
-			}
-		}
-		outputs[id] = out
-		r.Replayed++
-	}
-	r.Diverged = len(r.Divergences) > 0
-	return r
+	return x
 }

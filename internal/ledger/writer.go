@@ -11,7 +11,7 @@ import (
 // WriterStore is what the Writer writes to directly.
 type WriterStore interface {
 	Append(ctx context.Context, entries ...*messages.LedgerEntry) ([]*messages.LedgerEntry, error)
-	UpdateRunAndAppend(ctx context.Context, id string, fn func(*messages.SharedRun) (*messages.LedgerEntry, error)) (*messages.SharedRun, *messages.LedgerEntry, error)
+	UpdateRunAndMeter(ctx context.Context, id string, fn func(*messages.SharedRun) (*messages.LedgerEntry, *messages.UsageEvent, error)) (*messages.SharedRun, *messages.LedgerEntry, error)
 }
 
 // WriterConfig configures a Writer. Every field is optional.
@@ -76,13 +76,20 @@ func (w *Writer) Record(ctx context.Context, entries ...*messages.LedgerEntry) {
 // terminal entry). It returns the stored run and whether fn changed it. fn may be called more
 // than once.
 func (w *Writer) FinishRun(ctx context.Context, id string, entry *messages.LedgerEntry, fn func(r *messages.SharedRun) bool) (*messages.SharedRun, bool, error) {
+	return w.FinishRunMetered(ctx, id, entry, nil, fn)
+}
+
+// FinishRunMetered is FinishRun that also stores usage (when not nil) in the same store write
+// as entry: the run is metered exactly when its terminal write lands, once whatever the number
+// of finishers or retries.
+func (w *Writer) FinishRunMetered(ctx context.Context, id string, entry *messages.LedgerEntry, usage *messages.UsageEvent, fn func(r *messages.SharedRun) bool) (*messages.SharedRun, bool, error) {
 	changed := false
-	run, appended, err := w.st.UpdateRunAndAppend(ctx, id, func(r *messages.SharedRun) (*messages.LedgerEntry, error) {
+	run, appended, err := w.st.UpdateRunAndMeter(ctx, id, func(r *messages.SharedRun) (*messages.LedgerEntry, *messages.UsageEvent, error) {
 		changed = fn(r)
 		if !changed {
-			return nil, nil
+			return nil, nil, nil
 		}
-		return entry, nil
+		return entry, usage, nil
 	})
 	if err != nil {
 		return nil, false, err

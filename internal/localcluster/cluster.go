@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/dairuntime/dair/internal/netaddr"
 )
 
 // Options configures Start. The zero value of each optional field means its default.
@@ -54,11 +56,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	c := &Cluster{}
 	for i := range opts.N {
 		id := "n" + strconv.Itoa(i+1)
-		bind, err := FreeAddr()
+		bind, err := netaddr.FreeAddr()
 		if err != nil {
 			return nil, err
 		}
-		httpAddr, err := FreeAddr()
+		httpAddr, err := netaddr.FreeAddr()
 		if err != nil {
 			return nil, err
 		}

@@ -153,7 +153,7 @@ func (n *Node) Heal(ctx context.Context) error {
 // Members returns the node's membership view (GET /v1/cluster/members). It blocks on HTTP.
 func (n *Node) Members(ctx context.Context) (*httpapi.MemberList, error) {
 	var ml httpapi.MemberList
-	if err := httpCall(ctx, http.MethodGet, n.URL()+"/v1/cluster/members", http.StatusOK, &ml); err != nil {
+	if err := HTTPCall(ctx, http.MethodGet, n.URL()+"/v1/cluster/members", http.StatusOK, &ml); err != nil {
 		return nil, fmt.Errorf("localcluster: members of %s: %w", n.id, err)
 	}
 	return &ml, nil
@@ -223,15 +223,16 @@ func (n *Node) debug(ctx context.Context, path string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, debugTimeout)
 	defer cancel()
-	if err := httpCall(ctx, http.MethodPost, n.URL()+path, http.StatusNoContent, nil); err != nil {
+	if err := HTTPCall(ctx, http.MethodPost, n.URL()+path, http.StatusNoContent, nil); err != nil {
 		return fmt.Errorf("localcluster: %s %s: %w", path, n.id, err)
 	}
 	return nil
 }
 
-// httpCall sends a bodyless request, checks the status and decodes a JSON answer into out
-// (when out is not nil).
-func httpCall(ctx context.Context, method, url string, want int, out any) (err error) {
+// HTTPCall sends a bodyless request with http.DefaultClient, checks that the answer has status
+// want and decodes its JSON body into out (when out is not nil). It blocks on HTTP until ctx
+// ends; testkit's process nodes share it.
+func HTTPCall(ctx context.Context, method, url string, want int, out any) (err error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, nil)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, url, err)

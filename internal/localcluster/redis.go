@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/dairuntime/dair/internal/netaddr"
 )
 
 // redisServerPath is where the Debian package installs redis-server; PATH is searched when it
@@ -83,7 +85,7 @@ func StartRedis(ctx context.Context, opts RedisOptions) (*Redis, error) {
 	r := &Redis{bin: bin, opts: opts, log: filepath.Join(opts.Dir, "redis-server.log")}
 	var lastErr error
 	for range 3 { // a free port can be taken between the probe and the bind: retry with another
-		if r.port, err = freePort(); err != nil {
+		if r.port, err = netaddr.FreePort(); err != nil {
 			return nil, err
 		}
 		if lastErr = r.start(ctx); lastErr == nil {

@@ -53,17 +53,3 @@ func TestRedis_KillRestartKeepsAcknowledgedWrites(t *testing.T) {
 		t.Fatalf("after kill -9 and restart: %q, %v; want the acknowledged write", got, err)
 	}
 }
-
-func TestFreeAddr_neverTwice(t *testing.T) {
-	seen := map[string]bool{}
-	for range 50 {
-		a, err := FreeAddr()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if seen[a] {
-			t.Fatalf("%s returned twice", a)
-		}
-		seen[a] = true
-	}
-}

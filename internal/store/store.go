@@ -8,6 +8,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/dairuntime/dair/messages"
@@ -87,6 +88,11 @@ type Runs interface {
 	// It returns the stored run and a copy of the appended entry with Seq and At set (nil when
 	// fn returned none).
 	UpdateRunAndAppend(ctx context.Context, id string, fn func(*messages.SharedRun) (*messages.LedgerEntry, error)) (*messages.SharedRun, *messages.LedgerEntry, error)
+	// UpdateRunAndMeter is UpdateRunAndAppend whose fn may also return a usage event: the
+	// run, the entry and the event are written together or not at all, so a run is metered
+	// exactly when its terminal write lands (At is set by the store when zero). The event is
+	// stored only with an entry; an event without one is an error.
+	UpdateRunAndMeter(ctx context.Context, id string, fn func(*messages.SharedRun) (*messages.LedgerEntry, *messages.UsageEvent, error)) (*messages.SharedRun, *messages.LedgerEntry, error)
 	// ListRuns returns runs newest first.
 	ListRuns(ctx context.Context, f RunFilter) ([]*messages.SharedRun, error)
 }
@@ -160,6 +166,17 @@ type StepCommit struct {
 	// Ledger entries are appended to the execution's shared-run ledger in the same atomic write
 	// (their Seq and At are assigned by the store when zero).
 	Ledger []*messages.LedgerEntry
+	// Usage, when set, is the metering event of this write (the step's success): it is stored
+	// in the same atomic write as the step, so only a commit that is written meters, and at
+	// most once per (ExecutionID, Step.StepId, Step.Attempts) whatever the number of calls
+	// carrying it. Its At is set by the store when zero. Optional.
+	Usage *messages.UsageEvent
+}
+
+// UsageMark names the attempt a commit's usage event meters within its execution (step id and
+// attempt): backends store one usage event per execution and mark at most.
+func UsageMark(c StepCommit) string {
+	return c.Step.GetStepId() + "/" + strconv.Itoa(int(c.Step.GetAttempts()))
 }
 
 // Executions stores DAG executions and their step states under a fencing epoch.
@@ -180,7 +197,8 @@ type Executions interface {
 	FenceExecution(ctx context.Context, id, owner, fromInstance string) (epoch int64, fenced bool, err error)
 	// CommitSteps writes each commit if its epoch equals the execution's epoch and the step has
 	// not already succeeded (a succeeded step is never overwritten, whatever the status of the
-	// new write; the epoch is checked first). errs[i] is nil, ErrStaleEpoch,
+	// new write; the epoch is checked first), with its ledger entries and its usage event in
+	// the same atomic write: a refused commit stores neither. errs[i] is nil, ErrStaleEpoch,
 	// ErrAlreadyCommitted or ErrNotFound for commits[i]; err is a transport failure. Backends
 	// pipeline or batch the commits.
 	CommitSteps(ctx context.Context, commits []StepCommit) (errs []error, err error)
@@ -233,9 +251,14 @@ type UsageFilter struct {
 	From, To time.Time // zero means unbounded
 }
 
-// Usage stores metering events.
+// Usage stores metering events. Steps and runs are metered by the writes that commit them
+// (StepCommit.Usage, UpdateRunAndMeter), never by a separate call.
 type Usage interface {
+	// AppendUsage stores events outside any fenced write (tools and tests); At is set to now
+	// when zero. dair's runtime does not call it: usage it records must equal the ledger.
 	AppendUsage(ctx context.Context, events ...*messages.UsageEvent) error
+	// ListUsage returns the events of f.TenantID (every tenant when empty) with
+	// From <= At < To, ordered by At.
 	ListUsage(ctx context.Context, f UsageFilter) ([]*messages.UsageEvent, error)
 }
 

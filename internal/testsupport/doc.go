@@ -1,6 +1,7 @@
 // Package testsupport holds the test helpers that packages at every level share: polling with
 // a deadline instead of sleeping (Eventually, EventuallyErr, WaitFor) and free loopback ports
-// (FreePort, FreeAddr). It imports only the standard library, so low-level packages (cluster,
+// (FreePort, FreeAddr, over internal/netaddr's allocator, which internal/localcluster shares).
+// It imports only the standard library and internal/netaddr, so low-level packages (cluster,
 // internal/store/...) can use it in their own tests without an import cycle; package testkit,
 // which imports the runtime, re-exports these helpers for everyone else.
 //

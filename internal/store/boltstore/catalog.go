@@ -217,24 +217,45 @@ func (s *Store) ListPipelines(ctx context.Context) ([]*messages.PipelineVersion,
 // AppendUsage stores events (At defaults to now) in one transaction.
 func (s *Store) AppendUsage(ctx context.Context, events ...*messages.UsageEvent) error {
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bUsage)
 		now := s.nowNanos()
 		for _, e := range events {
-			c := proto.Clone(e).(*messages.UsageEvent)
-			if c.At == 0 {
-				c.At = now
-			}
-			seq, err := b.NextSequence()
-			if err != nil {
-				return fmt.Errorf("usage sequence: %w", err)
-			}
-			if err := put(tx, bUsage, concat(orderedTime(c.At), u64(seq)), c); err != nil {
+			if err := putUsage(tx, now, e); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	return wrap("append usage", "", err)
+}
+
+// putUsage stores a copy of e in tx (At defaults to now).
+func putUsage(tx *bolt.Tx, now int64, e *messages.UsageEvent) error {
+	c := proto.Clone(e).(*messages.UsageEvent)
+	if c.At == 0 {
+		c.At = now
+	}
+	seq, err := tx.Bucket(bUsage).NextSequence()
+	if err != nil {
+		return fmt.Errorf("usage sequence: %w", err)
+	}
+	return put(tx, bUsage, concat(orderedTime(c.At), u64(seq)), c)
+}
+
+// meterCommit stores the usage event of a written commit in tx unless its mark was already
+// metered (a replay of the same commit).
+func meterCommit(tx *bolt.Tx, now int64, c store.StepCommit) error {
+	if c.Usage == nil {
+		return nil
+	}
+	marks := tx.Bucket(bUsageMarks)
+	k := key(c.ExecutionID, store.UsageMark(c))
+	if marks.Get(k) != nil {
+		return nil
+	}
+	if err := marks.Put(k, []byte{}); err != nil {
+		return fmt.Errorf("usage mark: %w", err)
+	}
+	return putUsage(tx, now, c.Usage)
 }
 
 // ListUsage returns events of f.TenantID (all when empty) with At in [From, To), by At.

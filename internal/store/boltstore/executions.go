@@ -226,7 +226,7 @@ func commitStep(tx *bolt.Tx, now int64, c store.StepCommit) (res, err error) {
 			return nil, err
 		}
 	}
-	return nil, nil
+	return nil, meterCommit(tx, now, c)
 }
 
 // UpdateExecution applies fn if epoch is current. The id and epoch cannot be changed by fn.

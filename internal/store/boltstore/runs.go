@@ -101,6 +101,15 @@ func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*messages.Shar
 // UpdateRunAndAppend applies fn to the run and appends the entry fn returns (if any) in one
 // transaction.
 func (s *Store) UpdateRunAndAppend(ctx context.Context, id string, fn func(*messages.SharedRun) (*messages.LedgerEntry, error)) (*messages.SharedRun, *messages.LedgerEntry, error) {
+	return s.UpdateRunAndMeter(ctx, id, func(r *messages.SharedRun) (*messages.LedgerEntry, *messages.UsageEvent, error) {
+		le, err := fn(r)
+		return le, nil, err
+	})
+}
+
+// UpdateRunAndMeter applies fn to the run and appends the entry and stores the usage event fn
+// returns (if any) in one transaction.
+func (s *Store) UpdateRunAndMeter(ctx context.Context, id string, fn func(*messages.SharedRun) (*messages.LedgerEntry, *messages.UsageEvent, error)) (*messages.SharedRun, *messages.LedgerEntry, error) {
 	var out *messages.SharedRun
 	var appended *messages.LedgerEntry
 	var fnErr error
@@ -115,10 +124,13 @@ func (s *Store) UpdateRunAndAppend(ctx context.Context, id string, fn func(*mess
 			return fmt.Errorf("boltstore: update run %s: %w", id, store.ErrNotFound)
 		}
 		oldIdx := createdKey(r)
-		entry, err := fn(r)
+		entry, ev, err := fn(r)
 		if err != nil {
 			fnErr = err
 			return err
+		}
+		if ev != nil && entry == nil {
+			return fmt.Errorf("usage event without a ledger entry")
 		}
 		r.SharedRunId = id
 		r.UpdatedAt = s.nowNanos()
@@ -138,6 +150,11 @@ func (s *Store) UpdateRunAndAppend(ctx context.Context, id string, fn func(*mess
 			appended = proto.Clone(entry).(*messages.LedgerEntry)
 			appended.SharedRunId = id
 			if err := appendEntry(tx, s.nowNanos(), appended); err != nil {
+				return err
+			}
+		}
+		if ev != nil {
+			if err := putUsage(tx, r.UpdatedAt, ev); err != nil {
 				return err
 			}
 		}

@@ -50,6 +50,7 @@ var (
 	bPipelines     = []byte("pipelines")      // key \0 hash -> PipelineVersion
 	bPipelinesLast = []byte("pipelines_last") // key -> hash
 	bUsage         = []byte("usage")          // at + seq -> UsageEvent
+	bUsageMarks    = []byte("usage_marks")    // exec \0 step/attempt -> nil (metered commits)
 	bLeases        = []byte("leases")         // name -> deadline + holder
 	bTenantStates  = []byte("tenant_states")  // tenant id -> TenantState
 	bInstRecords   = []byte("inst_records")   // runtime instance id -> InstanceRecord
@@ -58,7 +59,7 @@ var (
 
 var allBuckets = [][]byte{bRuns, bRunsIdem, bRunsCreated, bQueueItems, bQueuePending, bQueueClaims,
 	bInstances, bReservations, bExecutions, bSteps, bExecByInst, bLedger, bLedgerSeq, bTenants,
-	bScaleOuts, bPipelines, bPipelinesLast, bUsage, bLeases, bTenantStates, bInstRecords, bInstRecByTen,
+	bScaleOuts, bPipelines, bPipelinesLast, bUsage, bUsageMarks, bLeases, bTenantStates, bInstRecords, bInstRecByTen,
 	bQueueTenant, bQueueTenantPending, bQueueTenantCount, bHoldOf, bRate}
 
 // Options configures Open.

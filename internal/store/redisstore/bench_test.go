@@ -35,6 +35,14 @@ func benchCommit(execID string, step int64) store.StepCommit {
 		Ledger: []*messages.LedgerEntry{{SharedRunId: "run-" + execID, Kind: messages.KindStepSucceeded}}}
 }
 
+// meteredCommit is benchCommit carrying its step's usage event, as every success commit does.
+func meteredCommit(execID string, step int64) store.StepCommit {
+	c := benchCommit(execID, step)
+	c.Usage = &messages.UsageEvent{Kind: "step", TenantId: "t1", SharedRunId: "run-" + execID, ExecutionId: execID,
+		StepId: c.Step.StepId, Handler: "http", DurationNs: 1e6, Attempts: 1}
+	return c
+}
+
 // BenchmarkRawLuaCommit measures unpipelined commit-script calls (one EVALSHA round trip per
 // commit) from 1 and from 32 goroutines against the shared AOF-everysec Redis.
 func BenchmarkRawLuaCommit(b *testing.B) {
@@ -71,40 +79,45 @@ func BenchmarkRawLuaCommit(b *testing.B) {
 }
 
 // BenchmarkCommitSteps measures CommitSteps: batches of 64 commits pipelined in one round trip
-// (the engine's batched path), and the storetest single-commit parallel benchmark.
+// (the engine's batched path), without and with usage events, and the storetest single-commit
+// parallel benchmark.
 func BenchmarkCommitSteps(b *testing.B) {
-	b.Run("batch=64", func(b *testing.B) {
-		const batch = 64
-		st := openTest(b, sharedRedis(b), nil)
-		ids := benchExecutions(b, st, batch)
-		ctx := context.Background()
-		commits := make([]store.StepCommit, batch)
-		var step int64
-		b.ResetTimer()
-		for done := 0; done < b.N; done += batch {
-			n := min(batch, b.N-done)
-			for i := range n {
-				step++
-				commits[i] = benchCommit(ids[i], step)
-			}
-			errs, err := st.CommitSteps(ctx, commits[:n])
-			if err != nil {
-				b.Fatalf("commit steps: %v", err)
-			}
-			for i, e := range errs {
-				if e != nil {
-					b.Fatalf("commit %d: %v", i, e)
-				}
-			}
-		}
-		b.StopTimer()
-		if s := b.Elapsed().Seconds(); s > 0 {
-			b.ReportMetric(float64(b.N)/s, "commits/s")
-		}
-	})
+	b.Run("batch=64", func(b *testing.B) { benchCommitBatch(b, benchCommit) })
+	b.Run("batch=64/usage", func(b *testing.B) { benchCommitBatch(b, meteredCommit) })
 	b.Run("storetest", func(b *testing.B) {
 		storetest.BenchCommit(b, openTest(b, sharedRedis(b), nil))
 	})
+}
+
+// benchCommitBatch commits b.N commits made by mk in pipelined batches of 64.
+func benchCommitBatch(b *testing.B, mk func(execID string, step int64) store.StepCommit) {
+	const batch = 64
+	st := openTest(b, sharedRedis(b), nil)
+	ids := benchExecutions(b, st, batch)
+	ctx := context.Background()
+	commits := make([]store.StepCommit, batch)
+	var step int64
+	b.ResetTimer()
+	for done := 0; done < b.N; done += batch {
+		n := min(batch, b.N-done)
+		for i := range n {
+			step++
+			commits[i] = mk(ids[i], step)
+		}
+		errs, err := st.CommitSteps(ctx, commits[:n])
+		if err != nil {
+			b.Fatalf("commit steps: %v", err)
+		}
+		for i, e := range errs {
+			if e != nil {
+				b.Fatalf("commit %d: %v", i, e)
+			}
+		}
+	}
+	b.StopTimer()
+	if s := b.Elapsed().Seconds(); s > 0 {
+		b.ReportMetric(float64(b.N)/s, "commits/s")
+	}
 }
 
 // runtimeProcs is GOMAXPROCS, the unit of b.SetParallelism.

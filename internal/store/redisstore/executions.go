@@ -21,6 +21,7 @@ import (
 func (s *Store) execKey(id string) string        { return s.k("exec", id) }
 func (s *Store) execStepsKey(id string) string   { return s.k("exec", id, "steps") }
 func (s *Store) execStatusKey(id string) string  { return s.k("exec", id, "status") }
+func (s *Store) execMeteredKey(id string) string { return s.k("exec", id, "metered") }
 func (s *Store) execIndexPrefix() string         { return s.k("execidx", "") }
 func (s *Store) execIndexKey(inst string) string { return s.k("execidx", inst) }
 func (s *Store) ledgerPrefix() string            { return s.k("ledger", "") }
@@ -172,9 +173,13 @@ func (s *Store) commitArgs(c store.StepCommit) ([]string, []any, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	args := make([]any, 0, 5+2*len(c.Ledger))
-	args = append(args, c.Epoch, st.StepId, pb, st.Status, s.ledgerPrefix())
 	now := s.now().UnixNano()
+	mark, upb, tenant, err := usageArgs(c, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	args := make([]any, 0, 8+2*len(c.Ledger))
+	args = append(args, c.Epoch, st.StepId, pb, st.Status, s.ledgerPrefix(), mark, upb, tenant)
 	for _, le := range c.Ledger {
 		e := proto.Clone(le).(*messages.LedgerEntry)
 		e.Seq = 0 // the entry's position in its ledger list is its Seq
@@ -190,8 +195,25 @@ func (s *Store) commitArgs(c store.StepCommit) ([]string, []any, error) {
 		}
 		args = append(args, e.SharedRunId, b)
 	}
-	keys := []string{s.execKey(c.ExecutionID), s.execStepsKey(c.ExecutionID), s.execStatusKey(c.ExecutionID)}
+	keys := []string{s.execKey(c.ExecutionID), s.execStepsKey(c.ExecutionID), s.execStatusKey(c.ExecutionID),
+		s.execMeteredKey(c.ExecutionID), s.usageKey(tenant), s.usageTenants()}
 	return keys, args, nil
+}
+
+// usageArgs returns the usage arguments of scriptCommit: the event's mark in the execution's
+// metered hash (step id / attempt; empty when the commit carries no usage), its pb and tenant.
+func usageArgs(c store.StepCommit, now int64) (mark string, pb []byte, tenant string, err error) {
+	if c.Usage == nil {
+		return "", []byte{}, "", nil
+	}
+	u := proto.Clone(c.Usage).(*messages.UsageEvent)
+	if u.At == 0 {
+		u.At = now
+	}
+	if pb, err = marshal("usage event", u); err != nil {
+		return "", nil, "", err
+	}
+	return store.UsageMark(c), pb, u.TenantId, nil
 }
 
 // CommitSteps sends one EVALSHA of the commit script per commit in a single pipeline; commits

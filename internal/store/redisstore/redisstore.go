@@ -236,17 +236,26 @@ func (s *Store) loadVersioned(ctx context.Context, key string) (pb []byte, ver s
 // pb and ver, let apply produce the new pb, and write it back only if ver is unchanged. apply
 // returning an error aborts the loop with that error.
 func (s *Store) updateVersioned(ctx context.Context, op, key string, apply func(pb []byte) ([]byte, error)) error {
-	_, err := s.updateVersionedAppend(ctx, op, key, "", func(pb []byte) ([]byte, []byte, error) {
+	_, err := s.updateVersionedAppend(ctx, op, key, "", func(pb []byte) (casWrite, error) {
 		next, err := apply(pb)
-		return next, nil, err
+		return casWrite{next: next}, err
 	})
 	return err
 }
 
+// casWrite is what the apply function of updateVersionedAppend produces: the record's new pb,
+// and optionally an item for the list and a usage event (pb and tenant) stored with it.
+type casWrite struct {
+	next, item []byte
+	usage      []byte
+	tenant     string
+}
+
 // updateVersionedAppend is updateVersioned whose apply may also return an item to push onto
-// the list listKey in the same script (an empty item pushes nothing). It returns the list's
-// new length, which is the item's ledger sequence number, or 0 when nothing was pushed.
-func (s *Store) updateVersionedAppend(ctx context.Context, op, key, listKey string, apply func(pb []byte) (next, item []byte, err error)) (int64, error) {
+// the list listKey in the same script (an empty item pushes nothing), and with the item a
+// usage event for its tenant's usage list. It returns the list's new length, which is the
+// item's ledger sequence number, or 0 when nothing was pushed.
+func (s *Store) updateVersionedAppend(ctx context.Context, op, key, listKey string, apply func(pb []byte) (casWrite, error)) (int64, error) {
 	if err := s.check(); err != nil {
 		return 0, fmt.Errorf("redisstore: %s: %w", op, err)
 	}
@@ -255,19 +264,24 @@ func (s *Store) updateVersionedAppend(ctx context.Context, op, key, listKey stri
 		if err != nil {
 			return 0, fmt.Errorf("redisstore: %s: %w", op, err)
 		}
-		next, item, err := apply(pb)
+		w, err := apply(pb)
 		if err != nil {
 			return 0, err
 		}
 		var code, seq int64
-		if len(item) == 0 {
-			res, err := s.runScript(ctx, op, scriptCAS, []string{key}, ver, next)
+		if len(w.item) == 0 {
+			res, err := s.runScript(ctx, op, scriptCAS, []string{key}, ver, w.next)
 			if err != nil {
 				return 0, err
 			}
 			code, _ = res.(int64)
 		} else {
-			res, err := s.runScript(ctx, op, scriptCASAppend, []string{key, listKey}, ver, next, item)
+			keys, args := []string{key, listKey}, []any{ver, w.next, w.item}
+			if len(w.usage) > 0 {
+				keys = append(keys, s.usageKey(w.tenant), s.usageTenants())
+				args = append(args, w.usage, w.tenant)
+			}
+			res, err := s.runScript(ctx, op, scriptCASAppend, keys, args...)
 			if err != nil {
 				return 0, err
 			}

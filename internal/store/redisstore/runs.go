@@ -107,32 +107,52 @@ func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*messages.Shar
 // UpdateRunAndAppend applies fn to the run and pushes the entry fn returns (if any) onto the
 // run's ledger in the same script.
 func (s *Store) UpdateRunAndAppend(ctx context.Context, id string, fn func(*messages.SharedRun) (*messages.LedgerEntry, error)) (*messages.SharedRun, *messages.LedgerEntry, error) {
+	return s.UpdateRunAndMeter(ctx, id, func(r *messages.SharedRun) (*messages.LedgerEntry, *messages.UsageEvent, error) {
+		le, err := fn(r)
+		return le, nil, err
+	})
+}
+
+// UpdateRunAndMeter applies fn to the run and pushes the entry fn returns (if any) onto the
+// run's ledger and the usage event (if any) onto its tenant's usage, in the same script.
+func (s *Store) UpdateRunAndMeter(ctx context.Context, id string, fn func(*messages.SharedRun) (*messages.LedgerEntry, *messages.UsageEvent, error)) (*messages.SharedRun, *messages.LedgerEntry, error) {
 	var (
 		out   *messages.SharedRun
 		entry *messages.LedgerEntry
 	)
-	seq, err := s.updateVersionedAppend(ctx, "update run "+id, s.runKey(id), s.ledgerKey(id), func(pb []byte) ([]byte, []byte, error) {
+	seq, err := s.updateVersionedAppend(ctx, "update run "+id, s.runKey(id), s.ledgerKey(id), func(pb []byte) (casWrite, error) {
 		r := &messages.SharedRun{}
 		if err := unmarshal("run", pb, r); err != nil {
-			return nil, nil, err
+			return casWrite{}, err
 		}
-		le, err := fn(r)
+		le, ev, err := fn(r)
 		if err != nil {
-			return nil, nil, err
+			return casWrite{}, err
+		}
+		if ev != nil && le == nil {
+			return casWrite{}, fmt.Errorf("redisstore: update run %s: usage event without a ledger entry", id)
 		}
 		r.UpdatedAt = s.now().UnixNano()
 		out, entry = r, nil
-		next, err := marshal("run", r)
-		if err != nil || le == nil {
-			return next, nil, err
+		var w casWrite
+		if w.next, err = marshal("run", r); err != nil || le == nil {
+			return w, err
 		}
 		entry = proto.Clone(le).(*messages.LedgerEntry)
 		entry.SharedRunId, entry.Seq = id, 0
 		if entry.At == 0 {
 			entry.At = r.UpdatedAt
 		}
-		item, err := marshal("ledger entry", entry)
-		return next, item, err
+		if w.item, err = marshal("ledger entry", entry); err != nil || ev == nil {
+			return w, err
+		}
+		u := proto.Clone(ev).(*messages.UsageEvent)
+		if u.At == 0 {
+			u.At = r.UpdatedAt
+		}
+		w.tenant = u.TenantId
+		w.usage, err = marshal("usage event", u)
+		return w, err
 	})
 	if err != nil {
 		return nil, nil, err

@@ -19,14 +19,21 @@ return 1
 `)
 
 // scriptCASAppend is scriptCAS that also pushes ARGV[3] onto the list KEYS[2] when the write
-// happens. Returns {code, new list length} with code as scriptCAS's.
+// happens and, when KEYS[3] and KEYS[4] are given, ARGV[4] (a usage event) onto the usage list
+// KEYS[3] with ARGV[5] (its tenant) added to the set KEYS[4]. Returns {code, new length of
+// KEYS[2]} with code as scriptCAS's.
 var scriptCASAppend = redis.NewScript(`
 local v = redis.call('HGET', KEYS[1], 'ver')
 if not v then return {-1, 0} end
 if v ~= ARGV[1] then return {0, 0} end
 redis.call('HSET', KEYS[1], 'pb', ARGV[2])
 redis.call('HINCRBY', KEYS[1], 'ver', 1)
-return {1, redis.call('RPUSH', KEYS[2], ARGV[3])}
+local n = redis.call('RPUSH', KEYS[2], ARGV[3])
+if #KEYS >= 4 then
+  redis.call('RPUSH', KEYS[3], ARGV[4])
+  redis.call('SADD', KEYS[4], ARGV[5])
+end
+return {1, n}
 `)
 
 // scriptCreateRun stores a run unless its id or its tenant's idempotency key is taken.
@@ -309,9 +316,13 @@ const (
 )
 
 // scriptCommit is the fenced step commit: epoch check, already-succeeded check (no write of any
-// status over a succeeded step), step write and ledger appends, all or nothing.
-// KEYS[1] execution hash, KEYS[2] step pb hash, KEYS[3] step status hash. ARGV[1] epoch,
+// status over a succeeded step), step write, ledger appends and the step's usage event, all or
+// nothing. The usage event is pushed only when its mark (step id / attempt) is new in the
+// execution's metered hash, so no call carrying it can meter the same attempt twice.
+// KEYS[1] execution hash, KEYS[2] step pb hash, KEYS[3] step status hash, KEYS[4] metered
+// hash, KEYS[5] the tenant's usage list, KEYS[6] usage tenants set. ARGV[1] epoch,
 // ARGV[2] step id, ARGV[3] step pb, ARGV[4] step status, ARGV[5] ledger key prefix,
+// ARGV[6] usage mark (empty: no usage), ARGV[7] usage pb, ARGV[8] usage tenant,
 // then pairs (run id, empty for the execution's run; entry pb).
 // Returns 0 ok, -1 not found, -2 stale epoch, -3 already committed.
 var scriptCommit = redis.NewScript(`
@@ -321,10 +332,14 @@ if cur[1] ~= ARGV[1] then return -2 end
 if redis.call('HGET', KEYS[3], ARGV[2]) == 'succeeded' then return -3 end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
 redis.call('HSET', KEYS[3], ARGV[2], ARGV[4])
-for i = 6, #ARGV, 2 do
+for i = 9, #ARGV, 2 do
   local run = ARGV[i]
   if run == '' then run = cur[2] or '' end
   redis.call('RPUSH', ARGV[5] .. run, ARGV[i + 1])
+end
+if ARGV[6] ~= '' and redis.call('HSETNX', KEYS[4], ARGV[6], '1') == 1 then
+  redis.call('RPUSH', KEYS[5], ARGV[7])
+  redis.call('SADD', KEYS[6], ARGV[8])
 end
 return 0
 `)

@@ -26,6 +26,8 @@ var pipelineTests = []contractTest{
 
 var usageTests = []contractTest{
 	{"ListUsage_filter", testUsage},
+	{"CommitSteps_usageExactlyOnce", testCommitUsageExactlyOnce},
+	{"UpdateRunAndMeter_usageWithTerminalWrite", testUpdateRunAndMeter},
 }
 
 func testTenants(t *testing.T, e *env) {

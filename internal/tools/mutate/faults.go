@@ -10,7 +10,7 @@ type fault struct {
 }
 
 // faults are the bugs that the tests outside internal/store must catch. Each breaks one
-// promise of "never commits a completed step twice".
+// promise of "never commits a completed step twice" or of "usage equals the ledger".
 var faults = []fault{
 	{
 		name: "redis-commit-no-epoch-check",
@@ -49,6 +49,46 @@ var faults = []fault{
 		old:  "Steps: m.steps, Input: m.exec.Input})",
 		new:  "Steps: nil, Input: m.exec.Input})",
 	},
+	{
+		// Usage recorded beside the fenced commit instead of by it: every commit call carrying
+		// a usage event meters, whether it is written, fenced or a replay of a landed commit.
+		name: "redis-usage-outside-the-fence",
+		file: "internal/store/redisstore/scripts.go",
+		old: `local cur = redis.call('HMGET', KEYS[1], 'epoch', 'run')
+if not cur[1] then return -1 end
+if cur[1] ~= ARGV[1] then return -2 end
+if redis.call('HGET', KEYS[3], ARGV[2]) == 'succeeded' then return -3 end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+redis.call('HSET', KEYS[3], ARGV[2], ARGV[4])
+for i = 9, #ARGV, 2 do
+  local run = ARGV[i]
+  if run == '' then run = cur[2] or '' end
+  redis.call('RPUSH', ARGV[5] .. run, ARGV[i + 1])
+end
+if ARGV[6] ~= '' and redis.call('HSETNX', KEYS[4], ARGV[6], '1') == 1 then
+  redis.call('RPUSH', KEYS[5], ARGV[7])
+  redis.call('SADD', KEYS[6], ARGV[8])
+end
+return 0
+`,
+		new: `if ARGV[6] ~= '' then
+  redis.call('RPUSH', KEYS[5], ARGV[7])
+  redis.call('SADD', KEYS[6], ARGV[8])
+end
+local cur = redis.call('HMGET', KEYS[1], 'epoch', 'run')
+if not cur[1] then return -1 end
+if cur[1] ~= ARGV[1] then return -2 end
+if redis.call('HGET', KEYS[3], ARGV[2]) == 'succeeded' then return -3 end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+redis.call('HSET', KEYS[3], ARGV[2], ARGV[4])
+for i = 9, #ARGV, 2 do
+  local run = ARGV[i]
+  if run == '' then run = cur[2] or '' end
+  redis.call('RPUSH', ARGV[5] .. run, ARGV[i + 1])
+end
+return 0
+`,
+	},
 }
 
 // testRun is one `go test` invocation of the suite: a package and a -run pattern.
@@ -64,4 +104,5 @@ var suite = []testRun{
 		"TestExecution_rehydrationMissingCommittedStepsCommitsNothingTwice|TestExecution_injectedPanicRestartsAndRehydrates)$"},
 	{pkg: "./internal/demo/", run: "^TestRun_Run_scenario$"},
 	{pkg: "./cmd/dair/", run: "^(TestCrash_sigkillMidRunResumesExactlyOnce|TestCluster_pausedNodeIsFencedAndRejoins)$"},
+	{pkg: "./cmd/dair/", run: "^TestCluster_usageEqualsLedgerUnderFaults$"},
 }

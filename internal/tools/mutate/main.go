@@ -193,13 +193,7 @@ func goTest(dir string, r testRun, timeout time.Duration) ([]string, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	var (
-		ran         int
-		failed      = map[string]bool{}
-		pkgFailed   bool
-		outputs     = map[string]*strings.Builder{} // by test, "" for the package
-		failedOrder []string
-	)
+	res := newTestResults()
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
@@ -207,26 +201,7 @@ func goTest(dir string, r testRun, timeout time.Duration) ([]string, error) {
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			continue // not an event (build output on some Go versions)
 		}
-		switch ev.Action {
-		case "run":
-			ran++
-		case "output":
-			b := outputs[ev.Test]
-			if b == nil {
-				b = &strings.Builder{}
-				outputs[ev.Test] = b
-			}
-			if b.Len() < 64<<10 {
-				b.WriteString(ev.Output)
-			}
-		case "fail":
-			if ev.Test == "" {
-				pkgFailed = true
-			} else if !failed[ev.Test] {
-				failed[ev.Test] = true
-				failedOrder = append(failedOrder, ev.Test)
-			}
-		}
+		res.add(ev)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
@@ -236,20 +211,62 @@ func goTest(dir string, r testRun, timeout time.Duration) ([]string, error) {
 	if waitErr != nil && !errors.As(waitErr, &exit) {
 		return nil, waitErr
 	}
-	if len(failed) == 0 {
-		if pkgFailed || waitErr != nil {
-			return nil, fmt.Errorf("%s failed without a failing test (build or setup failure):\n%s", r.pkg, tail(outputs[""]))
+	if len(res.failed) == 0 {
+		if res.pkgFailed || waitErr != nil {
+			return nil, fmt.Errorf("%s failed without a failing test (build or setup failure):\n%s", r.pkg, tail(res.outputs[""]))
 		}
-		if ran == 0 {
+		if res.ran == 0 {
 			return nil, fmt.Errorf("%s: no test matches -run %q", r.pkg, r.run)
 		}
 		return nil, nil
 	}
-	// Report leaves: a failed test whose failed subtest is listed is implied.
+	return res.leaves(r.pkg), nil
+}
+
+// testResults collects the events of one `go test -json` run.
+type testResults struct {
+	ran         int
+	failed      map[string]bool
+	pkgFailed   bool
+	outputs     map[string]*strings.Builder // by test, "" for the package
+	failedOrder []string
+}
+
+func newTestResults() *testResults {
+	return &testResults{failed: map[string]bool{}, outputs: map[string]*strings.Builder{}}
+}
+
+// add records one event.
+func (t *testResults) add(ev testEvent) {
+	switch ev.Action {
+	case "run":
+		t.ran++
+	case "output":
+		b := t.outputs[ev.Test]
+		if b == nil {
+			b = &strings.Builder{}
+			t.outputs[ev.Test] = b
+		}
+		if b.Len() < 64<<10 {
+			b.WriteString(ev.Output)
+		}
+	case "fail":
+		if ev.Test == "" {
+			t.pkgFailed = true
+		} else if !t.failed[ev.Test] {
+			t.failed[ev.Test] = true
+			t.failedOrder = append(t.failedOrder, ev.Test)
+		}
+	}
+}
+
+// leaves returns the failed leaf tests, sorted, and prints the tail of each one's output: a
+// failed test whose failed subtest is listed is implied.
+func (t *testResults) leaves(pkg string) []string {
 	var leaves []string
-	for _, name := range failedOrder {
+	for _, name := range t.failedOrder {
 		leaf := true
-		for other := range failed {
+		for other := range t.failed {
 			if strings.HasPrefix(other, name+"/") {
 				leaf = false
 				break
@@ -257,13 +274,13 @@ func goTest(dir string, r testRun, timeout time.Duration) ([]string, error) {
 		}
 		if leaf {
 			leaves = append(leaves, name)
-			if b := outputs[name]; b != nil {
-				fmt.Printf("   --- %s %s:\n%s", r.pkg, name, indent(tail(b)))
+			if b := t.outputs[name]; b != nil {
+				fmt.Printf("   --- %s %s:\n%s", pkg, name, indent(tail(b)))
 			}
 		}
 	}
 	sort.Strings(leaves)
-	return leaves, nil
+	return leaves
 }
 
 // tail returns the last lines of b.

@@ -1,4 +1,4 @@
-package localcluster
+package netaddr
 
 import (
 	"fmt"
@@ -25,19 +25,19 @@ var (
 	portsUsed = map[int]bool{}
 )
 
-// FreeAddr returns "127.0.0.1:PORT" with a port free for TCP and UDP (memberlist uses both on
-// one port), below the ephemeral range and never returned before by this process. It is safe
-// for concurrent use.
+// FreeAddr returns "127.0.0.1:PORT" with a port of FreePort. It is safe for concurrent use.
 func FreeAddr() (string, error) {
-	p, err := freePort()
+	p, err := FreePort()
 	if err != nil {
 		return "", err
 	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p)), nil
 }
 
-// freePort returns a free loopback port as FreeAddr describes.
-func freePort() (int, error) {
+// FreePort returns a loopback port free for TCP and UDP (memberlist uses both on one port),
+// never returned before by this process: a random one in [10000, start of the ephemeral
+// range), or one the kernel picks when that range is too small. It is safe for concurrent use.
+func FreePort() (int, error) {
 	hi := ephemeralLow()
 	if hi-lowestPort < 1000 {
 		return kernelPort()
@@ -52,7 +52,7 @@ func freePort() (int, error) {
 		portsUsed[p] = true
 		return p, nil
 	}
-	return 0, fmt.Errorf("localcluster: no free loopback port below %d", hi)
+	return 0, fmt.Errorf("netaddr: no free loopback port below %d", hi)
 }
 
 // ephemeralLow returns the first port of the kernel's ephemeral range.
@@ -95,11 +95,11 @@ func bindable(p int) bool {
 func kernelPort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, fmt.Errorf("localcluster: find free port: %w", err)
+		return 0, fmt.Errorf("netaddr: find free port: %w", err)
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	if err := l.Close(); err != nil {
-		return 0, fmt.Errorf("localcluster: find free port: %w", err)
+		return 0, fmt.Errorf("netaddr: find free port: %w", err)
 	}
 	return port, nil
 }
