@@ -23,16 +23,16 @@ func TestServer_SubmitRun_tenantQueueFull(t *testing.T) {
 	if got.Weight != 2 || got.MaxQueuedRuns != 2 || got.RunsPerSecond != 0.001 || got.RunsBurst != 1 || got.MaxConcurrentRuns != 5 {
 		t.Fatalf("PUT answered %+v", got)
 	}
-	first := f.submit(`{"pipeline":"three","tenant_id":"q"}`)
+	first := f.submit(`{"pipeline":"three","tenant_id":"q","input":{"name":"a"}}`)
 	testkit.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool {
 		var r httpapi.Run
 		f.call("GET", "/v1/runs/"+first.SharedRunID, "", http.StatusOK, &r)
-		return r.Status != messages.RunQueued
-	}, "the first run took the bucket's token and left the queue")
-	f.submit(`{"pipeline":"three","tenant_id":"q"}`)
-	second := f.submit(`{"pipeline":"three","tenant_id":"q"}`)
+		return r.Status != messages.RunQueued && r.Status != messages.RunScaleOutRequested
+	}, "the first run took the bucket's token and was dispatched")
+	f.submit(`{"pipeline":"three","tenant_id":"q","input":{"name":"a"}}`)
+	second := f.submit(`{"pipeline":"three","tenant_id":"q","input":{"name":"a"}}`)
 
-	req, err := http.NewRequest("POST", f.srv.URL+"/v1/runs", strings.NewReader(`{"pipeline":"three","tenant_id":"q"}`))
+	req, err := http.NewRequest("POST", f.srv.URL+"/v1/runs", strings.NewReader(`{"pipeline":"three","tenant_id":"q","input":{"name":"a"}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestServer_SubmitRun_tenantQueueFull(t *testing.T) {
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" {
 		t.Fatalf("third queued submit = %d Retry-After %q, want 429 and 1", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
-	eb := f.callErr("POST", "/v1/runs", `{"pipeline":"three","tenant_id":"q"}`, http.StatusTooManyRequests, httpapi.CodeTenantQueueFull)
+	eb := f.callErr("POST", "/v1/runs", `{"pipeline":"three","tenant_id":"q","input":{"name":"a"}}`, http.StatusTooManyRequests, httpapi.CodeTenantQueueFull)
 	if !strings.Contains(eb.Error.Message, "max_queued_runs 2") || strings.Contains(eb.Error.Message, "controlplane") {
 		t.Fatalf("message = %q", eb.Error.Message)
 	}
