@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dairuntime/dair/client"
 	"github.com/dairuntime/dair/httpapi"
@@ -88,11 +89,7 @@ func newTenantsCmd(a *app) *cobra.Command {
 	fs.Int32Var(&t.LocalQueueCapacity, "local-queue-capacity", 0, "instance queue capacity (0: default)")
 	fs.Int32Var(&t.MaxLocalWorkersPerExecution, "max-local-workers-per-execution", 0, "parallel steps per execution (0: default)")
 	fs.BoolVar(&t.Suspended, "suspended", false, "store the tenant suspended")
-	fs.Int32Var(&t.Weight, "weight", 0, "fair share of contended shared capacity (0: default 1)")
-	fs.Int32Var(&t.MaxConcurrentRuns, "max-concurrent-runs", 0, "dispatched and running runs across all instances (0: unlimited)")
-	fs.Int32Var(&t.MaxQueuedRuns, "max-queued-runs", 0, "queued runs; a submit beyond it is refused with 429 (0: unlimited)")
-	fs.Float64Var(&t.RunsPerSecond, "runs-per-second", 0, "dispatch rate limit (0: unlimited)")
-	fs.Int32Var(&t.RunsBurst, "runs-burst", 0, "dispatch rate burst (0: ceil of --runs-per-second)")
+	fairFlags(fs, &t)
 
 	get := &cobra.Command{
 		Use:   "get TENANT",
@@ -309,4 +306,13 @@ func limit(v float64) string {
 		return "-"
 	}
 	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// fairFlags adds the fair-share and quota flags of tenants put.
+func fairFlags(fs *pflag.FlagSet, t *httpapi.Tenant) {
+	fs.Int32Var(&t.Weight, "weight", 0, "fair share of contended shared capacity (0: default 1)")
+	fs.Int32Var(&t.MaxConcurrentRuns, "max-concurrent-runs", 0, "dispatched and running runs across all instances (0: unlimited)")
+	fs.Int32Var(&t.MaxQueuedRuns, "max-queued-runs", 0, "queued runs; a submit beyond it is refused with 429 (0: unlimited)")
+	fs.Float64Var(&t.RunsPerSecond, "runs-per-second", 0, "dispatch rate limit (0: unlimited)")
+	fs.Int32Var(&t.RunsBurst, "runs-burst", 0, "dispatch rate burst (0: ceil of --runs-per-second)")
 }
