@@ -5,6 +5,8 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,6 +81,29 @@ func benchWait(b *testing.B, cond func() bool) {
 	}
 }
 
+// benchSubmit submits count runs of tenant from 16 goroutines (the store groups their writes).
+func benchSubmit(b *testing.B, n *actors.Node, tenant string, count int) {
+	b.Helper()
+	var next atomic.Int64
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(count) {
+				if _, err := n.Submit(context.Background(), actors.SubmitRequest{Pipeline: "short", Snapshot: tenantSnap(tenant)}); err != nil {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if f := failed.Load(); f > 0 {
+		b.Fatalf("%d submits failed", f)
+	}
+}
+
 // BenchmarkFairShare queues DAIR_BENCH_FAIR_RUNS (default 2,000) runs for each of big1
 // (weight 1) and big3 (weight 3) into a pool of 8 slots (the pool paused while they queue),
 // then, while that backlog drains, submits b.N runs of tenant small (weight 1) one after the
@@ -106,11 +131,7 @@ func BenchmarkFairShare(b *testing.B) {
 		}
 		control(messages.OpPauseQueue, true)
 		for _, tenant := range []string{"big1", "big3"} {
-			for range per {
-				if _, err := n.Submit(ctx, actors.SubmitRequest{Pipeline: "short", Snapshot: tenantSnap(tenant)}); err != nil {
-					b.Fatal(err)
-				}
-			}
+			benchSubmit(b, n, tenant, per)
 		}
 		control(messages.OpResumeQueue, false)
 		lat := make([]time.Duration, 0, b.N)
