@@ -156,12 +156,13 @@ func waitStarted(t *testing.T, s *starts, count int, within time.Duration) {
 // pool of 8 slots, which then resumes. Over the contended window (the first 200 starts, while
 // both still have backlog) light gets 25% and heavy 75% of the starts, each within ±10% of its
 // share. Then tenant small (weight 1) queues 10 runs into the remaining backlog (about 200
-// runs): all 10 start within the next 100 starts (at weight 1 of 5 they need about 50), not
-// behind the whole backlog.
+// runs): all 10 start within 120 starts counted from before their submit (at weight 1 of 5
+// they need about 50, plus the starts during the submit itself); first come, first served
+// would start them after the whole backlog, 200 starts or more.
 func TestFairShare_weightsOneAndThree(t *testing.T) {
 	for _, b := range testkit.Backends {
 		t.Run(string(b), func(t *testing.T) {
-			const perTenant, window, smallRuns, smallBound = 200, 200, 10, 100
+			const perTenant, window, smallRuns, smallBound = 200, 200, 10, 120
 			s := &starts{hold: time.Millisecond}
 			n := startPool(t, b, 8, s, &messages.TenantSettings{TenantId: "light", Weight: 1},
 				&messages.TenantSettings{TenantId: "heavy", Weight: 3}, &messages.TenantSettings{TenantId: "small", Weight: 1})
