@@ -28,6 +28,7 @@ bench: ## run the Go benchmarks (about 5 minutes on 2 cores) and print their sta
 	$(GO) test -run '^$$' -bench 'BenchmarkStepCommits' -benchtime 50000x -timeout 5m ./actors
 	$(GO) test -run '^$$' -bench 'BenchmarkRuns3Step' -benchtime 6000x -timeout 5m ./actors
 	$(GO) test -run '^$$' -bench 'BenchmarkSubmitToFirstStep' -benchtime 1000x -timeout 5m ./actors
+	$(GO) test -run '^$$' -bench 'BenchmarkFairShare' -benchtime 50x -timeout 5m ./actors
 	$(GO) test -run '^$$' -bench 'BenchmarkInFlightMemory' -benchtime 1x -timeout 8m ./actors
 	$(GO) test -run '^$$' -bench 'BenchmarkHTTPRuns3Step' -benchtime 3000x -timeout 5m ./internal/api
 	$(GO) test -run '^$$' -bench 'BenchmarkClusterMessages' -benchtime 200000x -timeout 5m ./cluster

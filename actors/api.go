@@ -29,6 +29,10 @@ var (
 	ErrNoCapacity = errors.New("actors: no capacity")
 	// ErrStopped is returned by Submit once the node is stopping.
 	ErrStopped = errors.New("actors: node stopped")
+	// ErrTenantQueueFull is returned by Submit when the tenant already has max_queued_runs
+	// queued runs (HTTP 429 with Retry-After); the error also matches a
+	// *controlplane.QueueFullError with the counts.
+	ErrTenantQueueFull = errors.New("actors: tenant queue full")
 )
 
 // PutPipeline validates, stores and caches a pipeline definition (YAML or JSON).

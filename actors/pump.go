@@ -60,7 +60,7 @@ func (p *pump) Receive(c actor.Context) {
 			n, settled, _ := p.dispatcher.Cycle(ctx, p.id)
 			// Go again at once only while a full batch made progress; a batch that all stayed
 			// queued (no capacity) waits for the next tick instead of spinning.
-			return &pumpCycleDone{full: n >= cfg.PumpBatch && settled > 0}
+			return &pumpCycleDone{full: settled > 0 && (n >= cfg.PumpBatch || p.dispatcher.Backlogged())}
 		})
 	case *pumpCycleDone:
 		p.cycle.done()

@@ -36,8 +36,8 @@ type SubmitRequest struct {
 // The steps, in order: validate the request and resolve the pipeline; read the tenant's
 // settings; admit through the tenant scope (last seen, cold start, suspension); create the run;
 // record it in the ledger; then dispatch it at once (SubmitDirect) or enqueue it and wake the
-// pump. Errors: ErrStopped, ErrBadInput, ErrUnknownPipeline, ErrTenantSuspended, ErrNoCapacity,
-// or a store failure. It blocks on store I/O and, for a cold start, on capacity.
+// pump. Errors: ErrStopped, ErrBadInput, ErrUnknownPipeline, ErrTenantSuspended,
+// ErrTenantQueueFull, ErrNoCapacity, or a store failure. It blocks on store I/O and, for a cold start, on capacity.
 func (n *Node) Submit(ctx context.Context, req SubmitRequest) (*messages.SharedRun, error) {
 	if n.stopping.Load() {
 		return nil, ErrStopped
@@ -52,6 +52,9 @@ func (n *Node) Submit(ctx context.Context, req SubmitRequest) (*messages.SharedR
 	}
 	if t.Suspended {
 		return nil, fmt.Errorf("%w: %s", ErrTenantSuspended, t.TenantId)
+	}
+	if err := controlplane.QueueRoom(ctx, n.env.st, t); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrTenantQueueFull, err)
 	}
 	if err := n.plane.lifecycle.Admit(ctx, t); err != nil {
 		return nil, admitError(err, t.TenantId)
@@ -74,7 +77,7 @@ func (n *Node) Submit(ctx context.Context, req SubmitRequest) (*messages.SharedR
 			return n.GetRun(ctx, run.SharedRunId)
 		}
 	}
-	if err := n.env.st.Enqueue(ctx, run.SharedRunId); err != nil {
+	if err := n.env.st.EnqueueTenant(ctx, run.TenantId, run.SharedRunId); err != nil {
 		return nil, fmt.Errorf("enqueue run: %w", err)
 	}
 	n.plane.pids.wakePump()
@@ -90,7 +93,7 @@ func (n *Node) validateSubmit(ctx context.Context, req SubmitRequest) (*compiled
 		return nil, fmt.Errorf("%w: pipeline is required", ErrBadInput)
 	}
 	if err := tenancy.Validate(&messages.TenantSettings{TenantId: req.Snapshot.TenantId, IsolationMode: messages.IsolationShared,
-		RuntimeInstanceIdPrefix: tenancy.DefaultPrefix, MaxRuntimeInstances: 1, WorkerCountPerInstance: 1, MaxConcurrentRunsPerInstance: 1}); err != nil {
+		RuntimeInstanceIdPrefix: tenancy.DefaultPrefix, MaxRuntimeInstances: 1, WorkerCountPerInstance: 1, MaxConcurrentRunsPerInstance: 1, Weight: 1}); err != nil {
 		return nil, fmt.Errorf("%w: tenant id: %v", ErrBadInput, err)
 	}
 	if len(req.Input) > 0 && !jsonvalid.Valid(req.Input) {

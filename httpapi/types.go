@@ -43,17 +43,20 @@ type ErrorDetail struct {
 
 // Error codes of ErrorDetail.Code.
 const (
-	CodeBadRequest       = "bad_request"
-	CodeInvalidPipeline  = "invalid_pipeline"
-	CodeInvalidSettings  = "invalid_settings"
-	CodeUnknownPipeline  = "unknown_pipeline"
-	CodeNotFound         = "not_found"
-	CodeUnauthenticated  = "unauthenticated"
-	CodeForbidden        = "forbidden"
-	CodeNotRunning       = "not_running"
-	CodeRequestTooLarge  = "request_too_large"
-	CodeTenantSuspended  = "tenant_suspended"
-	CodeNoCapacity       = "no_capacity"
+	CodeBadRequest      = "bad_request"
+	CodeInvalidPipeline = "invalid_pipeline"
+	CodeInvalidSettings = "invalid_settings"
+	CodeUnknownPipeline = "unknown_pipeline"
+	CodeNotFound        = "not_found"
+	CodeUnauthenticated = "unauthenticated"
+	CodeForbidden       = "forbidden"
+	CodeNotRunning      = "not_running"
+	CodeRequestTooLarge = "request_too_large"
+	CodeTenantSuspended = "tenant_suspended"
+	CodeNoCapacity      = "no_capacity"
+	// CodeTenantQueueFull answers a submit beyond the tenant's max_queued_runs (429, with
+	// Retry-After).
+	CodeTenantQueueFull  = "tenant_queue_full"
 	CodeInternal         = "internal"
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeNotImplemented   = "not_implemented"
@@ -71,26 +74,29 @@ const (
 
 // Run is a shared run with its steps.
 type Run struct {
-	SharedRunID               string          `json:"shared_run_id"`
-	TenantID                  string          `json:"tenant_id"`
-	TenantGroupID             string          `json:"tenant_group_id,omitempty"`
-	Pipeline                  string          `json:"pipeline"`
-	PipelineHash              string          `json:"pipeline_hash"`
-	Status                    string          `json:"status"`
-	AssignedRuntimeInstanceID string          `json:"assigned_runtime_instance_id"`
-	PumpRuntimeInstanceID     string          `json:"pump_runtime_instance_id"`
-	ExecutionID               string          `json:"execution_id"`
-	LocalRunID                string          `json:"local_run_id"`
-	Attempts                  int32           `json:"attempts"`
-	FailureReason             string          `json:"failure_reason"`
-	Input                     json.RawMessage `json:"input,omitempty"`
-	Output                    json.RawMessage `json:"output,omitempty"`
-	CreatedAt                 time.Time       `json:"created_at"`
-	UpdatedAt                 time.Time       `json:"updated_at"`
-	CorrelationID             string          `json:"correlation_id,omitempty"`
-	IdempotencyKey            string          `json:"idempotency_key,omitempty"`
-	SessionID                 string          `json:"session_id,omitempty"`
-	Steps                     []Step          `json:"steps"`
+	SharedRunID               string `json:"shared_run_id"`
+	TenantID                  string `json:"tenant_id"`
+	TenantGroupID             string `json:"tenant_group_id,omitempty"`
+	Pipeline                  string `json:"pipeline"`
+	PipelineHash              string `json:"pipeline_hash"`
+	Status                    string `json:"status"`
+	AssignedRuntimeInstanceID string `json:"assigned_runtime_instance_id"`
+	PumpRuntimeInstanceID     string `json:"pump_runtime_instance_id"`
+	ExecutionID               string `json:"execution_id"`
+	LocalRunID                string `json:"local_run_id"`
+	Attempts                  int32  `json:"attempts"`
+	FailureReason             string `json:"failure_reason"`
+	// WaitingReason says why a queued run waits (fair-share, tenant-concurrency-quota,
+	// tenant-rate-limit, no-free-slot, ...); empty once the run left the queue.
+	WaitingReason  string          `json:"waiting_reason,omitempty"`
+	Input          json.RawMessage `json:"input,omitempty"`
+	Output         json.RawMessage `json:"output,omitempty"`
+	CreatedAt      time.Time       `json:"created_at"`
+	UpdatedAt      time.Time       `json:"updated_at"`
+	CorrelationID  string          `json:"correlation_id,omitempty"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+	SessionID      string          `json:"session_id,omitempty"`
+	Steps          []Step          `json:"steps"`
 }
 
 // Step is the committed state of one step of a run's execution.
@@ -165,6 +171,15 @@ type Tenant struct {
 	LocalQueueCapacity           int32  `json:"local_queue_capacity"`
 	MaxLocalWorkersPerExecution  int32  `json:"max_local_workers_per_execution,omitempty"`
 	Suspended                    bool   `json:"suspended"`
+	// Weight is the tenant's fair share of contended shared capacity (0 in a PUT: 1).
+	Weight int32 `json:"weight"`
+	// MaxConcurrentRuns caps the tenant's dispatched and running runs across all instances.
+	MaxConcurrentRuns int32 `json:"max_concurrent_runs"`
+	// MaxQueuedRuns caps the tenant's queued runs: a submit beyond it answers 429.
+	MaxQueuedRuns int32 `json:"max_queued_runs"`
+	// RunsPerSecond caps the tenant's dispatch rate (a token bucket of RunsBurst).
+	RunsPerSecond float64 `json:"runs_per_second"`
+	RunsBurst     int32   `json:"runs_burst"`
 }
 
 // TenantList is the answer of GET /v1/tenants.

@@ -142,8 +142,14 @@ type TenantSettings struct {
 	Suspended                    bool                   `protobuf:"varint,11,opt,name=suspended,proto3" json:"suspended,omitempty"`
 	MaxLocalWorkersPerExecution  int32                  `protobuf:"varint,12,opt,name=max_local_workers_per_execution,json=maxLocalWorkersPerExecution,proto3" json:"max_local_workers_per_execution,omitempty"`
 	UpdatedAt                    int64                  `protobuf:"varint,13,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
-	unknownFields                protoimpl.UnknownFields
-	sizeCache                    protoimpl.SizeCache
+	// Fair share and quotas (issue 10). weight 0 means 1; the quotas 0 mean unlimited.
+	Weight            int32   `protobuf:"varint,14,opt,name=weight,proto3" json:"weight,omitempty"`
+	MaxConcurrentRuns int32   `protobuf:"varint,15,opt,name=max_concurrent_runs,json=maxConcurrentRuns,proto3" json:"max_concurrent_runs,omitempty"` // across all instances
+	MaxQueuedRuns     int32   `protobuf:"varint,16,opt,name=max_queued_runs,json=maxQueuedRuns,proto3" json:"max_queued_runs,omitempty"`             // beyond it a submit is refused (429)
+	RunsPerSecond     float64 `protobuf:"fixed64,17,opt,name=runs_per_second,json=runsPerSecond,proto3" json:"runs_per_second,omitempty"`            // dispatch rate, token bucket
+	RunsBurst         int32   `protobuf:"varint,18,opt,name=runs_burst,json=runsBurst,proto3" json:"runs_burst,omitempty"`                           // bucket size; 0 means max(1, ceil(runs_per_second))
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *TenantSettings) Reset() {
@@ -263,6 +269,41 @@ func (x *TenantSettings) GetMaxLocalWorkersPerExecution() int32 {
 func (x *TenantSettings) GetUpdatedAt() int64 {
 	if x != nil {
 		return x.UpdatedAt
+	}
+	return 0
+}
+
+func (x *TenantSettings) GetWeight() int32 {
+	if x != nil {
+		return x.Weight
+	}
+	return 0
+}
+
+func (x *TenantSettings) GetMaxConcurrentRuns() int32 {
+	if x != nil {
+		return x.MaxConcurrentRuns
+	}
+	return 0
+}
+
+func (x *TenantSettings) GetMaxQueuedRuns() int32 {
+	if x != nil {
+		return x.MaxQueuedRuns
+	}
+	return 0
+}
+
+func (x *TenantSettings) GetRunsPerSecond() float64 {
+	if x != nil {
+		return x.RunsPerSecond
+	}
+	return 0
+}
+
+func (x *TenantSettings) GetRunsBurst() int32 {
+	if x != nil {
+		return x.RunsBurst
 	}
 	return 0
 }
@@ -2482,7 +2523,7 @@ const file_messages_dair_proto_rawDesc = "" +
 	"\x0ecorrelation_id\x18\x05 \x01(\tR\rcorrelationId\x12!\n" +
 	"\frequested_by\x18\x06 \x01(\tR\vrequestedBy\x12\x16\n" +
 	"\x06source\x18\a \x01(\tR\x06source\x12\x14\n" +
-	"\x05roles\x18\b \x03(\tR\x05roles\"\x95\x05\n" +
+	"\x05roles\x18\b \x03(\tR\x05roles\"\xcc\x06\n" +
 	"\x0eTenantSettings\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12&\n" +
 	"\x0ftenant_group_id\x18\x02 \x01(\tR\rtenantGroupId\x12%\n" +
@@ -2498,7 +2539,13 @@ const file_messages_dair_proto_rawDesc = "" +
 	"\tsuspended\x18\v \x01(\bR\tsuspended\x12D\n" +
 	"\x1fmax_local_workers_per_execution\x18\f \x01(\x05R\x1bmaxLocalWorkersPerExecution\x12\x1d\n" +
 	"\n" +
-	"updated_at\x18\r \x01(\x03R\tupdatedAt\"\xcc\v\n" +
+	"updated_at\x18\r \x01(\x03R\tupdatedAt\x12\x16\n" +
+	"\x06weight\x18\x0e \x01(\x05R\x06weight\x12.\n" +
+	"\x13max_concurrent_runs\x18\x0f \x01(\x05R\x11maxConcurrentRuns\x12&\n" +
+	"\x0fmax_queued_runs\x18\x10 \x01(\x05R\rmaxQueuedRuns\x12&\n" +
+	"\x0fruns_per_second\x18\x11 \x01(\x01R\rrunsPerSecond\x12\x1d\n" +
+	"\n" +
+	"runs_burst\x18\x12 \x01(\x05R\trunsBurst\"\xcc\v\n" +
 	"\x12CapacityDescriptor\x12.\n" +
 	"\x13runtime_instance_id\x18\x01 \x01(\tR\x11runtimeInstanceId\x12(\n" +
 	"\x10control_plane_id\x18\x02 \x01(\tR\x0econtrolPlaneId\x12\x17\n" +

@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dairuntime/dair/client"
 	"github.com/dairuntime/dair/httpapi"
@@ -87,6 +89,7 @@ func newTenantsCmd(a *app) *cobra.Command {
 	fs.Int32Var(&t.LocalQueueCapacity, "local-queue-capacity", 0, "instance queue capacity (0: default)")
 	fs.Int32Var(&t.MaxLocalWorkersPerExecution, "max-local-workers-per-execution", 0, "parallel steps per execution (0: default)")
 	fs.BoolVar(&t.Suspended, "suspended", false, "store the tenant suspended")
+	fairFlags(fs, &t)
 
 	get := &cobra.Command{
 		Use:   "get TENANT",
@@ -139,11 +142,12 @@ func (a *app) printTenants(ts []httpapi.Tenant, list bool) error {
 		return a.printJSON(ts[0])
 	}
 	tw := a.table()
-	fmt.Fprintln(tw, "TENANT\tGROUP\tISOLATION\tPREFER_DEDICATED\tSHARED_FALLBACK\tPREFIX\tMAX_INSTANCES\tWORKERS\tRUNS/INSTANCE\tQUEUE\tSUSPENDED")
+	fmt.Fprintln(tw, "TENANT\tGROUP\tISOLATION\tPREFER_DEDICATED\tSHARED_FALLBACK\tPREFIX\tMAX_INSTANCES\tWORKERS\tRUNS/INSTANCE\tQUEUE\tSUSPENDED\tWEIGHT\tMAX_RUNS\tMAX_QUEUED\tRUNS/S")
 	for _, t := range ts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%t\t%s\t%d\t%d\t%d\t%d\t%t\n", t.TenantID, dash(t.TenantGroupID), t.IsolationMode,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%t\t%s\t%d\t%d\t%d\t%d\t%t\t%d\t%s\t%s\t%s\n", t.TenantID, dash(t.TenantGroupID), t.IsolationMode,
 			t.PreferDedicatedCapacity, t.AllowSharedFallback, dash(t.RuntimeInstanceIDPrefix), t.MaxRuntimeInstances,
-			t.WorkerCountPerInstance, t.MaxConcurrentRunsPerInstance, t.LocalQueueCapacity, t.Suspended)
+			t.WorkerCountPerInstance, t.MaxConcurrentRunsPerInstance, t.LocalQueueCapacity, t.Suspended,
+			t.Weight, limit(float64(t.MaxConcurrentRuns)), limit(float64(t.MaxQueuedRuns)), limit(t.RunsPerSecond))
 	}
 	return tw.Flush()
 }
@@ -294,4 +298,21 @@ func newQueueCmd(a *app) *cobra.Command {
 		},
 	})
 	return cmd
+}
+
+// limit prints a quota, "-" when it is 0 (unlimited).
+func limit(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// fairFlags adds the fair-share and quota flags of tenants put.
+func fairFlags(fs *pflag.FlagSet, t *httpapi.Tenant) {
+	fs.Int32Var(&t.Weight, "weight", 0, "fair share of contended shared capacity (0: default 1)")
+	fs.Int32Var(&t.MaxConcurrentRuns, "max-concurrent-runs", 0, "dispatched and running runs across all instances (0: unlimited)")
+	fs.Int32Var(&t.MaxQueuedRuns, "max-queued-runs", 0, "queued runs; a submit beyond it is refused with 429 (0: unlimited)")
+	fs.Float64Var(&t.RunsPerSecond, "runs-per-second", 0, "dispatch rate limit (0: unlimited)")
+	fs.Int32Var(&t.RunsBurst, "runs-burst", 0, "dispatch rate burst (0: ceil of --runs-per-second)")
 }

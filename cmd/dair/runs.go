@@ -186,7 +186,7 @@ func (a *app) printRun(r *httpapi.Run) error {
 	tw := a.table()
 	for _, kv := range [][2]string{
 		{"shared_run_id", r.SharedRunID}, {"tenant_id", r.TenantID}, {"pipeline", r.Pipeline},
-		{"pipeline_hash", short(r.PipelineHash)}, {"status", r.Status}, {"attempts", fmt.Sprint(r.Attempts)},
+		{"pipeline_hash", short(r.PipelineHash)}, {"status", r.Status}, {"waiting_reason", dash(r.WaitingReason)}, {"attempts", fmt.Sprint(r.Attempts)},
 		{"instance", dash(r.AssignedRuntimeInstanceID)}, {"execution_id", dash(r.ExecutionID)},
 		{"failure_reason", dash(r.FailureReason)}, {"created_at", fmtTime(r.CreatedAt)}, {"updated_at", fmtTime(r.UpdatedAt)},
 		{"output", dash(string(r.Output))},

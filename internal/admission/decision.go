@@ -51,6 +51,10 @@ const (
 	ReasonTenantSuspended            = "tenant-suspended"
 	ReasonMissingExecutionContext    = "missing-execution-context"
 	ReasonTenantSettingsMismatch     = "tenant-settings-mismatch"
+	// Fair share and quota waits (rule 1b, 1c and 5): the run stays queued.
+	ReasonTenantConcurrencyQuota = "tenant-concurrency-quota"
+	ReasonTenantRateLimit        = "tenant-rate-limit"
+	ReasonFairShare              = "fair-share"
 )
 
 // Input is everything Decide looks at. Decide does not modify it.
@@ -73,6 +77,14 @@ type Input struct {
 	HeartbeatTimeout time.Duration
 	// RequiredWorkers is the execution's worker need; 0 means 1.
 	RequiredWorkers int
+	// TenantActive is the tenant's live concurrency holds (its dispatched and running runs
+	// across all instances), checked against Tenant.MaxConcurrentRuns.
+	TenantActive int
+	// RateLimited is true when the tenant's dispatch rate bucket has no token now.
+	RateLimited bool
+	// Contended is true when other tenants have runs waiting in the shared queue too: a run
+	// that finds no free capacity then waits for its fair-share turn.
+	Contended bool
 }
 
 // Candidate records how Decide judged one instance.
@@ -116,6 +128,12 @@ func Decide(in Input) Decision {
 	if t.Suspended {
 		return Decision{Kind: Reject, Reason: ReasonTenantSuspended}
 	}
+	if t.MaxConcurrentRuns > 0 && in.TenantActive >= int(t.MaxConcurrentRuns) {
+		return Decision{Kind: QueueGlobally, Reason: ReasonTenantConcurrencyQuota}
+	}
+	if in.RateLimited {
+		return Decision{Kind: QueueGlobally, Reason: ReasonTenantRateLimit}
+	}
 	groupID := snap.TenantGroupId // identity comes from the snapshot, never from settings
 
 	var owned, shared []*messages.CapacityDescriptor
@@ -150,6 +168,9 @@ func Decide(in Input) Decision {
 	canGrow := scope+in.PendingScaleOuts < int(t.MaxRuntimeInstances)
 
 	d := decide(t, owned, shared, canGrow, anyVisible, in.PendingScaleOuts)
+	if d.Kind == QueueGlobally && in.Contended {
+		d.Reason = ReasonFairShare
+	}
 	d.Considered = considered
 	return d
 }

@@ -80,6 +80,18 @@ func TestDecide_rules(t *testing.T) {
 		{"1: suspended tenant", Input{Snapshot: snap("t1"), Tenant: tweak(tenancy.Defaults("t1"), func(s *messages.TenantSettings) { s.Suspended = true }),
 			Instances: []*messages.CapacityDescriptor{ready("runtime-instance-1")}}, Reject, "", ReasonTenantSuspended, false},
 		{"1: settings of another tenant", Input{Snapshot: snap("t1"), Tenant: tenancy.Defaults("t2")}, Reject, "", ReasonTenantSettingsMismatch, false},
+		// Rule 1b: the tenant's concurrency quota.
+		{"1b: concurrency quota reached", Input{Snapshot: snap("t1"), Tenant: tweak(tenancy.Defaults("t1"), func(s *messages.TenantSettings) { s.MaxConcurrentRuns = 2 }),
+			TenantActive: 2, Instances: []*messages.CapacityDescriptor{ready("runtime-instance-1")}}, QueueGlobally, "", ReasonTenantConcurrencyQuota, false},
+		{"1b: concurrency quota has room", Input{Snapshot: snap("t1"), Tenant: tweak(tenancy.Defaults("t1"), func(s *messages.TenantSettings) { s.MaxConcurrentRuns = 2 }),
+			TenantActive: 1, Instances: []*messages.CapacityDescriptor{ready("runtime-instance-1")}}, AssignToInstance, "runtime-instance-1", ReasonMostAvailableSlots, false},
+		{"1b: no quota is unlimited", Input{Snapshot: snap("t1"), TenantActive: 1000,
+			Instances: []*messages.CapacityDescriptor{ready("runtime-instance-1")}}, AssignToInstance, "runtime-instance-1", ReasonMostAvailableSlots, false},
+		{"1b: suspension wins over the quota", Input{Snapshot: snap("t1"), Tenant: tweak(tenancy.Defaults("t1"), func(s *messages.TenantSettings) { s.MaxConcurrentRuns = 1; s.Suspended = true }),
+			TenantActive: 1}, Reject, "", ReasonTenantSuspended, false},
+		// Rule 1c: the tenant's dispatch rate.
+		{"1c: rate limited", Input{Snapshot: snap("t1"), RateLimited: true,
+			Instances: []*messages.CapacityDescriptor{ready("runtime-instance-1")}}, QueueGlobally, "", ReasonTenantRateLimit, false},
 		// Rule 2: invisible and ineligible instances are never candidates.
 		{"2: invisible instance skipped", Input{Snapshot: snap("tenant-a"), Tenant: seedTenant("tenant-a"),
 			Instances: []*messages.CapacityDescriptor{owned("tenant-c-runtime-1", de, "tenant-c"), owned("tenant-a-runtime-1", de, "tenant-a")}},
@@ -128,6 +140,12 @@ func TestDecide_rules(t *testing.T) {
 		{"4: hybrid without fallback goes to rule 5", Input{Snapshot: snap("tenant-b"), Tenant: tweak(seedTenant("tenant-b"), func(s *messages.TenantSettings) { s.AllowSharedFallback = false }),
 			PendingScaleOuts: 2, Instances: []*messages.CapacityDescriptor{ready("runtime-instance-1")}}, QueueGlobally, "", ReasonScaleOutPending, false},
 		// Rule 5.
+		{"5: contended shared capacity waits for fair share", Input{Snapshot: snap("default"), Tenant: seedTenant("default"), Contended: true,
+			Instances: []*messages.CapacityDescriptor{busy(ready("runtime-instance-1"))}}, QueueGlobally, "", ReasonFairShare, false},
+		{"5: contention does not hide free capacity", Input{Snapshot: snap("default"), Tenant: seedTenant("default"), Contended: true,
+			Instances: []*messages.CapacityDescriptor{ready("runtime-instance-1")}}, AssignToInstance, "runtime-instance-1", ReasonMostAvailableSlots, false},
+		{"5: contended scope that can grow still scales out", Input{Snapshot: snap("tenant-a"), Tenant: seedTenant("tenant-a"), Contended: true},
+			RequestScaleOut, "", ReasonNoTenantVisibleCapacity, false},
 		{"5: nothing visible requests scale-out", Input{Snapshot: snap("tenant-a"), Tenant: seedTenant("tenant-a")}, RequestScaleOut, "", ReasonNoTenantVisibleCapacity, false},
 		{"5: visible but busy requests scale-out", Input{Snapshot: snap("tenant-a"), Tenant: seedTenant("tenant-a"),
 			Instances: []*messages.CapacityDescriptor{busy(owned("tenant-a-runtime-1", de, "tenant-a"))}}, RequestScaleOut, "", ReasonAllVisibleCapacityBusy, false},

@@ -28,6 +28,10 @@
 //  1. A nil snapshot or an empty tenant id is rejected ("missing-execution-context"); settings
 //     for another tenant are rejected ("tenant-settings-mismatch"); a suspended tenant is
 //     rejected ("tenant-suspended").
+//     1b. A tenant whose live concurrency holds (Input.TenantActive) reached its
+//     max_concurrent_runs (0: unlimited) gets QueueGlobally ("tenant-concurrency-quota").
+//     1c. A tenant whose dispatch rate bucket is empty (Input.RateLimited) gets QueueGlobally
+//     ("tenant-rate-limit").
 //  2. Candidates are the instances both visible (tenancy.Visible) and eligible, ordered as
 //     above, split into owned (dedicated/hybrid instances of the tenant or its group) and shared.
 //  3. A Shared tenant is assigned the best shared candidate ("most-available-slots"). A Dedicated
@@ -41,7 +45,8 @@
 //  5. With no candidate: when the scope can grow, RequestScaleOut ("no-tenant-visible-capacity"
 //     when no instance is visible, else "all-visible-capacity-busy"); else when scale-outs are
 //     pending, QueueGlobally ("scale-out-pending"); else QueueGlobally
-//     ("max-runtime-instances-reached").
+//     ("max-runtime-instances-reached"). Either QueueGlobally is "fair-share" instead when
+//     other tenants are waiting too (Input.Contended): the run waits for its weighted turn.
 //
 // The scope can grow when the number of live instances in the tenant's scope (tenancy.InScope,
 // not counting stopped or unhealthy instances) plus PendingScaleOuts is below the tenant's

@@ -56,6 +56,9 @@ func runFromMessage(r *messages.SharedRun, steps []*messages.StepState) httpapi.
 		CorrelationID: r.GetCorrelationId(), IdempotencyKey: r.GetIdempotencyKey(), SessionID: r.GetSessionId(),
 		Steps: make([]httpapi.Step, 0, len(steps)),
 	}
+	if r.GetStatus() == messages.RunQueued {
+		out.WaitingReason = r.GetFailureReason()
+	}
 	for _, s := range steps {
 		out.Steps = append(out.Steps, stepFromMessage(s))
 	}
@@ -101,7 +104,8 @@ func tenantFromMessage(t *messages.TenantSettings) httpapi.Tenant {
 		RuntimeInstanceIDPrefix: t.GetRuntimeInstanceIdPrefix(), MaxRuntimeInstances: t.GetMaxRuntimeInstances(),
 		WorkerCountPerInstance: t.GetWorkerCountPerInstance(), MaxConcurrentRunsPerInstance: t.GetMaxConcurrentRunsPerInstance(),
 		LocalQueueCapacity: t.GetLocalQueueCapacity(), MaxLocalWorkersPerExecution: t.GetMaxLocalWorkersPerExecution(),
-		Suspended: t.GetSuspended(),
+		Suspended: t.GetSuspended(), Weight: t.GetWeight(), MaxConcurrentRuns: t.GetMaxConcurrentRuns(),
+		MaxQueuedRuns: t.GetMaxQueuedRuns(), RunsPerSecond: t.GetRunsPerSecond(), RunsBurst: t.GetRunsBurst(),
 	}
 }
 
@@ -113,7 +117,8 @@ func tenantToMessage(t httpapi.Tenant) *messages.TenantSettings {
 		RuntimeInstanceIdPrefix: t.RuntimeInstanceIDPrefix, MaxRuntimeInstances: t.MaxRuntimeInstances,
 		WorkerCountPerInstance: t.WorkerCountPerInstance, MaxConcurrentRunsPerInstance: t.MaxConcurrentRunsPerInstance,
 		LocalQueueCapacity: t.LocalQueueCapacity, MaxLocalWorkersPerExecution: t.MaxLocalWorkersPerExecution,
-		Suspended: t.Suspended,
+		Suspended: t.Suspended, Weight: t.Weight, MaxConcurrentRuns: t.MaxConcurrentRuns, MaxQueuedRuns: t.MaxQueuedRuns,
+		RunsPerSecond: t.RunsPerSecond, RunsBurst: t.RunsBurst,
 	}
 }
 

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -13,6 +15,7 @@ import (
 
 	"github.com/dairuntime/dair/actors"
 	"github.com/dairuntime/dair/httpapi"
+	"github.com/dairuntime/dair/internal/controlplane"
 	"github.com/dairuntime/dair/internal/dag"
 	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/internal/store/boltstore"
@@ -59,6 +62,9 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.writeError(w, http.StatusNotFound, httpapi.CodeNotFound, "api: not found")
 	case errors.Is(err, actors.ErrTenantSuspended):
 		s.writeError(w, http.StatusLocked, httpapi.CodeTenantSuspended, publicMessage(err.Error()))
+	case errors.Is(err, actors.ErrTenantQueueFull):
+		w.Header().Set("Retry-After", queueFullRetryAfter(err))
+		s.writeError(w, http.StatusTooManyRequests, httpapi.CodeTenantQueueFull, publicMessage(err.Error()))
 	case errors.Is(err, actors.ErrNoCapacity):
 		s.writeError(w, http.StatusServiceUnavailable, httpapi.CodeNoCapacity, publicMessage(err.Error()))
 	case errors.Is(err, actors.ErrStopped):
@@ -119,7 +125,7 @@ func StoreUnavailable(err error) bool {
 var internalPrefixes = map[string]bool{
 	"actors": true, "boltstore": true, "redisstore": true, "store": true, "tenancy": true, "admission": true,
 	"history": true, "hostmanager": true, "lifecycle": true, "providers": true, "local": true, "cluster": true,
-	"step": true, "handlers": true, "ids": true, "workgroup": true, "server": true, "api": true, "auth": true,
+	"step": true, "handlers": true, "ids": true, "workgroup": true, "server": true, "api": true, "auth": true, "controlplane": true,
 }
 
 // publicMessage removes internal package names from an error message ("actors: bad input:
@@ -147,4 +153,14 @@ func notFoundAs(err error, kind, id string) error {
 		return notFound(kind, id)
 	}
 	return err
+}
+
+// queueFullRetryAfter is the Retry-After (whole seconds, at least 1) of a full tenant queue.
+func queueFullRetryAfter(err error) string {
+	secs := 1
+	var qf *controlplane.QueueFullError
+	if errors.As(err, &qf) {
+		secs = max(1, int(math.Ceil(qf.RetryAfter.Seconds())))
+	}
+	return strconv.Itoa(secs)
 }

@@ -120,6 +120,8 @@ func (c DispatcherConfig) withDefaults() DispatcherConfig {
 type Dispatcher struct {
 	st  DispatcherStore
 	cfg DispatcherConfig
+	// fair is nil over a store without per-tenant queues (see FairStore).
+	fair *fairness
 }
 
 // NewDispatcher returns a dispatcher over st.
@@ -127,14 +129,18 @@ func NewDispatcher(st DispatcherStore, cfg DispatcherConfig) (*Dispatcher, error
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Dispatcher{st: st, cfg: cfg.withDefaults()}, nil
+	d := &Dispatcher{st: st, cfg: cfg.withDefaults()}
+	if fs, ok := st.(FairStore); ok {
+		d.fair = &fairness{st: fs}
+	}
+	return d, nil
 }
 
 // Cycle claims one batch for pumpID and dispatches it with bounded parallelism (it returns
 // once every dispatch of the batch has). It returns the number of items claimed and how many
 // of them left the queue (dispatched, parked or final).
 func (d *Dispatcher) Cycle(ctx context.Context, pumpID string) (claimed, settled int, err error) {
-	claims, err := d.st.Claim(ctx, pumpID, d.cfg.Batch, d.cfg.QueueVisibility)
+	claims, err := d.claim(ctx, pumpID)
 	if err != nil {
 		d.cfg.Log.Warn("claim shared queue", zap.String("pump_runtime_instance_id", pumpID), zap.Error(err))
 		return 0, 0, err
@@ -240,7 +246,8 @@ func (d *Dispatcher) DispatchRun(ctx context.Context, runID, pumpID string, inst
 // "every chosen instance was full" is one reason, whatever admission said after it).
 func (d *Dispatcher) admit(ctx context.Context, run *messages.SharedRun, t *messages.TenantSettings, insts []*messages.CapacityDescriptor,
 	reserved map[string]int, pumpID string) (Outcome, error) {
-	in := admission.Input{Snapshot: run.Snapshot, Tenant: t, Instances: insts, Reserved: reserved, HeartbeatTimeout: d.cfg.HeartbeatTTL}
+	in := admission.Input{Snapshot: run.Snapshot, Tenant: t, Instances: insts, Reserved: reserved, HeartbeatTimeout: d.cfg.HeartbeatTTL,
+		Contended: d.contended(run.GetSnapshot().GetTenantId())}
 	pendingKnown := false
 	var full []*messages.LedgerEntry // refused reservations, recorded with the last decision
 	for try := 0; try < 3; try++ {
@@ -260,11 +267,18 @@ func (d *Dispatcher) admit(ctx context.Context, run *messages.SharedRun, t *mess
 		switch dec.Kind {
 		case admission.AssignToInstance:
 			x := find(insts, dec.InstanceID)
-			reservation, ok, err := d.reserve(ctx, run, x)
+			reservation, held, err := d.reserve(ctx, run, t, x)
 			if err != nil {
 				return Requeue, err
 			}
-			if !ok {
+			switch held {
+			case slotTenantFull: // the next decision waits for the tenant's quota
+				in.TenantActive = int(t.MaxConcurrentRuns)
+				continue
+			case slotRateLimited:
+				in.RateLimited = true
+				continue
+			case slotFull:
 				// The instance is full (not gone): the next decision sees it without a free slot.
 				full = append(full, admitted, reservation)
 				reserved[x.RuntimeInstanceId] = int(x.MaxConcurrentRuns)
@@ -273,8 +287,8 @@ func (d *Dispatcher) admit(ctx context.Context, run *messages.SharedRun, t *mess
 			return d.deliver(ctx, run, x, pumpID, append(full, admitted, reservation)...)
 		case admission.QueueGlobally:
 			reason := dec.Reason
-			if len(full) > 0 {
-				reason = ReasonNoFreeSlot
+			if len(full) > 0 && !quotaWait(reason) {
+				reason = d.fullReason(run)
 			}
 			d.wait(ctx, run, reason, append(full, admitted)...)
 			return Requeue, nil
@@ -286,22 +300,23 @@ func (d *Dispatcher) admit(ctx context.Context, run *messages.SharedRun, t *mess
 			return Done, d.reject(ctx, run, dec.Reason)
 		}
 	}
-	d.wait(ctx, run, ReasonNoFreeSlot, full...)
+	d.wait(ctx, run, d.fullReason(run), full...)
 	return Requeue, nil
 }
 
-// reserve holds a slot of x for run and returns the ledger record of the attempt.
-func (d *Dispatcher) reserve(ctx context.Context, run *messages.SharedRun, x *messages.CapacityDescriptor) (*messages.LedgerEntry, bool, error) {
-	ok, err := d.st.Reserve(ctx, x.RuntimeInstanceId, run.SharedRunId, int(x.MaxConcurrentRuns), d.cfg.ReservationTTL)
+// reserve holds a slot of x (and of t's quotas) for run and returns the ledger record of the
+// attempt and its outcome (slotHeld, slotFull, slotTenantFull or slotRateLimited).
+func (d *Dispatcher) reserve(ctx context.Context, run *messages.SharedRun, t *messages.TenantSettings, x *messages.CapacityDescriptor) (*messages.LedgerEntry, int, error) {
+	held, err := d.holdSlot(ctx, run, t, x)
 	if err != nil {
-		return nil, false, fmt.Errorf("reserve %s: %w", x.RuntimeInstanceId, err)
+		return nil, slotFull, fmt.Errorf("reserve %s: %w", x.RuntimeInstanceId, err)
 	}
 	reason := "reserved"
-	if !ok {
+	if held != slotHeld {
 		reason = ReasonNoFreeSlot
 	}
 	return &messages.LedgerEntry{Kind: messages.KindReservation, SharedRunId: run.SharedRunId, ExecutionId: run.ExecutionId,
-		RuntimeInstanceId: x.RuntimeInstanceId, TenantId: run.GetSnapshot().GetTenantId(), Reason: reason}, ok, nil
+		RuntimeInstanceId: x.RuntimeInstanceId, TenantId: run.GetSnapshot().GetTenantId(), Reason: reason}, held, nil
 }
 
 // admissionEntry is the ledger record of a decision (listing only candidates the tenant may

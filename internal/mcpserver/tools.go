@@ -89,15 +89,20 @@ type TenantInput struct {
 
 // PutTenantInput is the input of put_tenant. Zero numeric fields take the node's defaults.
 type PutTenantInput struct {
-	TenantID                     string `json:"tenant_id" jsonschema:"the tenant id"`
-	IsolationMode                string `json:"isolation_mode" jsonschema:"shared, dedicated or hybrid"`
-	PreferDedicatedCapacity      bool   `json:"prefer_dedicated_capacity,omitempty" jsonschema:"hybrid: try the tenant's dedicated instances first"`
-	AllowSharedFallback          bool   `json:"allow_shared_fallback,omitempty" jsonschema:"hybrid: fall back to shared instances when dedicated ones are full"`
-	RuntimeInstanceIDPrefix      string `json:"runtime_instance_id_prefix,omitempty" jsonschema:"prefix of the ids of the tenant's dedicated instances"`
-	MaxRuntimeInstances          int32  `json:"max_runtime_instances,omitempty" jsonschema:"upper bound of dedicated instances scale-out may create"`
-	WorkerCountPerInstance       int32  `json:"worker_count_per_instance,omitempty" jsonschema:"workers of each dedicated instance"`
-	MaxConcurrentRunsPerInstance int32  `json:"max_concurrent_runs_per_instance,omitempty" jsonschema:"runs one dedicated instance executes at once"`
-	LocalQueueCapacity           int32  `json:"local_queue_capacity,omitempty" jsonschema:"queue capacity of each dedicated instance"`
+	TenantID                     string  `json:"tenant_id" jsonschema:"the tenant id"`
+	IsolationMode                string  `json:"isolation_mode" jsonschema:"shared, dedicated or hybrid"`
+	PreferDedicatedCapacity      bool    `json:"prefer_dedicated_capacity,omitempty" jsonschema:"hybrid: try the tenant's dedicated instances first"`
+	AllowSharedFallback          bool    `json:"allow_shared_fallback,omitempty" jsonschema:"hybrid: fall back to shared instances when dedicated ones are full"`
+	RuntimeInstanceIDPrefix      string  `json:"runtime_instance_id_prefix,omitempty" jsonschema:"prefix of the ids of the tenant's dedicated instances"`
+	MaxRuntimeInstances          int32   `json:"max_runtime_instances,omitempty" jsonschema:"upper bound of dedicated instances scale-out may create"`
+	WorkerCountPerInstance       int32   `json:"worker_count_per_instance,omitempty" jsonschema:"workers of each dedicated instance"`
+	MaxConcurrentRunsPerInstance int32   `json:"max_concurrent_runs_per_instance,omitempty" jsonschema:"runs one dedicated instance executes at once"`
+	LocalQueueCapacity           int32   `json:"local_queue_capacity,omitempty" jsonschema:"queue capacity of each dedicated instance"`
+	Weight                       int32   `json:"weight,omitempty" jsonschema:"fair share of contended shared capacity (default 1)"`
+	MaxConcurrentRuns            int32   `json:"max_concurrent_runs,omitempty" jsonschema:"dispatched and running runs across all instances (0: unlimited)"`
+	MaxQueuedRuns                int32   `json:"max_queued_runs,omitempty" jsonschema:"queued runs beyond which a submit is refused (0: unlimited)"`
+	RunsPerSecond                float64 `json:"runs_per_second,omitempty" jsonschema:"dispatch rate limit (0: unlimited)"`
+	RunsBurst                    int32   `json:"runs_burst,omitempty" jsonschema:"dispatch rate burst (0: ceil of runs_per_second)"`
 }
 
 // ExecutionInput is the input of get_ledger, get_trace and replay_execution.
@@ -278,6 +283,8 @@ func putTenant(ctx context.Context, c *client.Client, in PutTenantInput) (any, s
 		AllowSharedFallback: in.AllowSharedFallback, RuntimeInstanceIDPrefix: in.RuntimeInstanceIDPrefix,
 		MaxRuntimeInstances: in.MaxRuntimeInstances, WorkerCountPerInstance: in.WorkerCountPerInstance,
 		MaxConcurrentRunsPerInstance: in.MaxConcurrentRunsPerInstance, LocalQueueCapacity: in.LocalQueueCapacity,
+		Weight: in.Weight, MaxConcurrentRuns: in.MaxConcurrentRuns, MaxQueuedRuns: in.MaxQueuedRuns,
+		RunsPerSecond: in.RunsPerSecond, RunsBurst: in.RunsBurst,
 	})
 	if err != nil {
 		return nil, "", err

@@ -56,6 +56,8 @@ type Store interface {
 	Leases
 	TenantStates
 	InstanceRecords
+	TenantQueues
+	TenantQuotas
 	// Close releases the backend. It is idempotent.
 	Close() error
 }

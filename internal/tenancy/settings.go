@@ -1,6 +1,7 @@
 package tenancy
 
 import (
+	"math"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -18,12 +19,15 @@ const (
 	DefaultWorkerCountPerInstance       = 10
 	DefaultMaxConcurrentRunsPerInstance = 3
 	DefaultLocalQueueCapacity           = 100
+	// DefaultWeight is a tenant's fair-share weight when its settings give none.
+	DefaultWeight = 1
 )
 
 // Defaults returns the settings of a tenant that has none stored: Shared isolation, the
 // DefaultPrefix scope, PreferDedicatedCapacity false, AllowSharedFallback true,
 // MaxRuntimeInstances 1, WorkerCountPerInstance 10, MaxConcurrentRunsPerInstance 3,
-// LocalQueueCapacity 100 and MaxLocalWorkersPerExecution equal to the worker count.
+// LocalQueueCapacity 100, MaxLocalWorkersPerExecution equal to the worker count, Weight 1 and
+// no quotas.
 //
 // The caller owns the returned value.
 func Defaults(tenantID string) *messages.TenantSettings {
@@ -38,6 +42,7 @@ func Defaults(tenantID string) *messages.TenantSettings {
 		MaxConcurrentRunsPerInstance: DefaultMaxConcurrentRunsPerInstance,
 		LocalQueueCapacity:           DefaultLocalQueueCapacity,
 		MaxLocalWorkersPerExecution:  DefaultWorkerCountPerInstance,
+		Weight:                       DefaultWeight,
 	}
 }
 
@@ -85,6 +90,8 @@ func SeedTenants() []*messages.TenantSettings {
 //   - MaxRuntimeInstances, WorkerCountPerInstance, MaxConcurrentRunsPerInstance and
 //     LocalQueueCapacity 0 become the Default* constants.
 //   - MaxLocalWorkersPerExecution 0 becomes WorkerCountPerInstance.
+//   - Weight 0 becomes DefaultWeight. The quotas (MaxConcurrentRuns, MaxQueuedRuns,
+//     RunsPerSecond, RunsBurst) keep 0, which means unlimited (see Burst for RunsBurst).
 //
 // Booleans cannot be told apart from unset and are kept. Negative values are kept so that
 // Validate reports them. A nil t yields Defaults(""). t is not modified; the caller owns the
@@ -122,6 +129,9 @@ func Normalize(t *messages.TenantSettings) *messages.TenantSettings {
 	if n.MaxLocalWorkersPerExecution == 0 {
 		n.MaxLocalWorkersPerExecution = n.WorkerCountPerInstance
 	}
+	if n.Weight == 0 {
+		n.Weight = DefaultWeight
+	}
 	return n
 }
 
@@ -143,4 +153,17 @@ func EffectiveWorkers(workerCount, maxLocalWorkersPerExecution, availableWorkers
 		n = min(n, maxLocalWorkersPerExecution)
 	}
 	return max(n, 0)
+}
+
+// Burst returns the token bucket size of t's dispatch rate limit: RunsBurst when set, else
+// max(1, ceil(RunsPerSecond)). It is 0 when t has no rate limit (RunsPerSecond 0).
+func Burst(t *messages.TenantSettings) int {
+	rate := t.GetRunsPerSecond()
+	if rate <= 0 {
+		return 0
+	}
+	if b := t.GetRunsBurst(); b > 0 {
+		return int(b)
+	}
+	return max(1, int(math.Ceil(rate)))
 }

@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -15,7 +16,7 @@ func TestDefaults_seedValues(t *testing.T) {
 	want := &messages.TenantSettings{
 		TenantId: "test-tenant", IsolationMode: messages.IsolationShared, AllowSharedFallback: true,
 		RuntimeInstanceIdPrefix: DefaultPrefix, MaxRuntimeInstances: 1, WorkerCountPerInstance: 10,
-		MaxConcurrentRunsPerInstance: 3, LocalQueueCapacity: 100, MaxLocalWorkersPerExecution: 10,
+		MaxConcurrentRunsPerInstance: 3, LocalQueueCapacity: 100, MaxLocalWorkersPerExecution: 10, Weight: 1,
 	}
 	if !proto.Equal(d, want) {
 		t.Fatalf("Defaults = %v, want %v", d, want)
@@ -65,6 +66,10 @@ func TestNormalize_defaults(t *testing.T) {
 		{"empty isolation is shared", &messages.TenantSettings{TenantId: "t"}, func(n *messages.TenantSettings) bool {
 			return n.IsolationMode == messages.IsolationShared && n.RuntimeInstanceIdPrefix == DefaultPrefix
 		}},
+		{"weight zero is one, quotas stay unlimited", &messages.TenantSettings{TenantId: "t"}, func(n *messages.TenantSettings) bool {
+			return n.Weight == 1 && n.MaxConcurrentRuns == 0 && n.MaxQueuedRuns == 0 && n.RunsPerSecond == 0 && n.RunsBurst == 0
+		}},
+		{"weight kept", &messages.TenantSettings{TenantId: "t", Weight: 3}, func(n *messages.TenantSettings) bool { return n.Weight == 3 }},
 		{"isolation lowercased", &messages.TenantSettings{TenantId: "t", IsolationMode: " Dedicated "}, func(n *messages.TenantSettings) bool {
 			return n.IsolationMode == messages.IsolationDedicated
 		}},
@@ -152,6 +157,15 @@ func TestValidate_rules(t *testing.T) {
 		{"queue too high", valid(func(s *messages.TenantSettings) { s.LocalQueueCapacity = 1000001 }), "local_queue_capacity"},
 		{"max local above workers", valid(func(s *messages.TenantSettings) { s.MaxLocalWorkersPerExecution = 11 }), "max_local_workers_per_execution"},
 		{"max local negative", valid(func(s *messages.TenantSettings) { s.MaxLocalWorkersPerExecution = -1 }), "max_local_workers_per_execution"},
+		{"weight zero", valid(func(s *messages.TenantSettings) { s.Weight = 0 }), "weight"},
+		{"weight too high", valid(func(s *messages.TenantSettings) { s.Weight = 1001 }), "weight"},
+		{"weight 1000 ok", valid(func(s *messages.TenantSettings) { s.Weight = 1000 }), ""},
+		{"concurrency quota negative", valid(func(s *messages.TenantSettings) { s.MaxConcurrentRuns = -1 }), "max_concurrent_runs"},
+		{"queued quota negative", valid(func(s *messages.TenantSettings) { s.MaxQueuedRuns = -1 }), "max_queued_runs"},
+		{"rate negative", valid(func(s *messages.TenantSettings) { s.RunsPerSecond = -0.5 }), "runs_per_second"},
+		{"rate NaN", valid(func(s *messages.TenantSettings) { s.RunsPerSecond = math.NaN() }), "runs_per_second"},
+		{"rate fraction ok", valid(func(s *messages.TenantSettings) { s.RunsPerSecond = 0.5 }), ""},
+		{"burst negative", valid(func(s *messages.TenantSettings) { s.RunsBurst = -1 }), "runs_burst"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -171,6 +185,27 @@ func TestValidate_rules(t *testing.T) {
 			}
 			if !errors.Is(err, ErrInvalidSettings) {
 				t.Fatalf("errors.Is(%v, ErrInvalidSettings) = false", err)
+			}
+		})
+	}
+}
+
+func TestBurst_default(t *testing.T) {
+	tests := []struct {
+		name  string
+		rate  float64
+		burst int32
+		want  int
+	}{
+		{"no rate no bucket", 0, 5, 0},
+		{"burst given", 10, 3, 3},
+		{"burst from rate", 2.5, 0, 3},
+		{"slow rate bursts one", 0.2, 0, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Burst(&messages.TenantSettings{RunsPerSecond: tt.rate, RunsBurst: tt.burst}); got != tt.want {
+				t.Fatalf("Burst = %d, want %d", got, tt.want)
 			}
 		})
 	}

@@ -39,6 +39,10 @@ const (
 	MaxWorkerCountPerInstance       = 10000
 	MaxMaxConcurrentRunsPerInstance = 100000
 	MaxLocalQueueCapacity           = 1000000
+	MaxWeight                       = 1000
+	MaxMaxConcurrentRuns            = 1000000
+	MaxMaxQueuedRuns                = 100000000
+	MaxRunsPerSecond                = 1000000
 )
 
 // Validate checks t as given and returns a *ValidationError for the first broken rule, or nil.
@@ -53,6 +57,8 @@ const (
 //   - max_runtime_instances is in 1..1000, worker_count_per_instance in 1..10000,
 //     max_concurrent_runs_per_instance in 1..100000, local_queue_capacity in 0..1000000 and
 //     max_local_workers_per_execution in 0..worker_count_per_instance (0 means no extra cap).
+//   - weight is in 1..1000; max_concurrent_runs in 0..1000000, max_queued_runs in
+//     0..100000000, runs_per_second in 0..1000000 and runs_burst in 0..1000000 (0: unlimited).
 func Validate(t *messages.TenantSettings) error {
 	if t == nil {
 		return &ValidationError{Field: "settings", Reason: "missing"}
@@ -88,11 +94,18 @@ func Validate(t *messages.TenantSettings) error {
 		{"max_concurrent_runs_per_instance", t.MaxConcurrentRunsPerInstance, 1, MaxMaxConcurrentRunsPerInstance},
 		{"local_queue_capacity", t.LocalQueueCapacity, 0, MaxLocalQueueCapacity},
 		{"max_local_workers_per_execution", t.MaxLocalWorkersPerExecution, 0, t.WorkerCountPerInstance},
+		{"weight", t.Weight, 1, MaxWeight},
+		{"max_concurrent_runs", t.MaxConcurrentRuns, 0, MaxMaxConcurrentRuns},
+		{"max_queued_runs", t.MaxQueuedRuns, 0, MaxMaxQueuedRuns},
+		{"runs_burst", t.RunsBurst, 0, MaxRunsPerSecond},
 	}
 	for _, r := range ranges {
 		if r.v < r.min || r.v > r.max {
 			return &ValidationError{Field: r.field, Reason: fmt.Sprintf("%d is outside %d..%d", r.v, r.min, r.max)}
 		}
+	}
+	if rps := t.RunsPerSecond; !(rps >= 0 && rps <= MaxRunsPerSecond) { // also refuses NaN
+		return &ValidationError{Field: "runs_per_second", Reason: fmt.Sprintf("%g is outside 0..%d", rps, MaxRunsPerSecond)}
 	}
 	return nil
 }

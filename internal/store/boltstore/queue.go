@@ -42,7 +42,7 @@ func decodeQueueItem(runID string, v []byte) (queueItem, error) {
 	return q, nil
 }
 
-// makePending puts runID at the tail of the pending order.
+// makePending puts runID at the tail of the pending order, and of its tenant's.
 func makePending(tx *bolt.Tx, runID string) error {
 	pending := tx.Bucket(bQueuePending)
 	seq, err := pending.NextSequence()
@@ -56,7 +56,7 @@ func makePending(tx *bolt.Tx, runID string) error {
 	if err := pending.Put(concat(orderedTime(q.at), []byte(runID)), nil); err != nil {
 		return fmt.Errorf("enqueue %s: %w", runID, err)
 	}
-	return nil
+	return tenantPending(tx, runID, q.at, true)
 }
 
 // loadQueueItem returns the item of runID, or ok=false.
@@ -78,7 +78,10 @@ func unindex(tx *bolt.Tx, q queueItem) error {
 	if err := tx.Bucket(b).Delete(q.indexKey); err != nil {
 		return fmt.Errorf("unindex queue item: %w", err)
 	}
-	return nil
+	if q.claimed {
+		return nil
+	}
+	return tenantPending(tx, string(q.indexKey[8:]), decodeTime(q.indexKey), false)
 }
 
 // newToken returns a random claim token for pumpID: "<pumpID>/<random>", so the claims of a
@@ -91,14 +94,27 @@ func newToken(pumpID string) (string, error) {
 	return pumpID + "/" + hex.EncodeToString(b[:]), nil
 }
 
-// Enqueue makes runID pending; a pending or claimed run is left alone.
+// Enqueue makes runID pending in its tenant's queue (read from the run); a pending or claimed
+// run is left alone.
 func (s *Store) Enqueue(ctx context.Context, runID string) error {
+	return s.enqueue(ctx, nil, runID)
+}
+
+// enqueue files runID under *tenant, or the run's tenant when tenant is nil.
+func (s *Store) enqueue(ctx context.Context, tenant *string, runID string) error {
 	if runID == "" {
 		return errors.New("boltstore: enqueue: empty run id")
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bQueueItems).Get([]byte(runID)) != nil {
 			return nil
+		}
+		t, err := queueTenant(tx, tenant, runID)
+		if err != nil {
+			return err
+		}
+		if err := fileTenant(tx, runID, t); err != nil {
+			return err
 		}
 		return makePending(tx, runID)
 	})
@@ -137,34 +153,42 @@ func (s *Store) Claim(ctx context.Context, pumpID string, max int, visibility ti
 		for k, _ := c.First(); k != nil && len(runIDs) < max; k, _ = c.Next() {
 			runIDs = append(runIDs, string(k[8:]))
 		}
-		for _, runID := range runIDs {
-			q, ok, err := loadQueueItem(tx, runID)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue
-			}
-			if err := unindex(tx, q); err != nil {
-				return err
-			}
-			token, err := newToken(pumpID)
-			if err != nil {
-				return err
-			}
-			q = queueItem{claimed: true, at: deadline(now, visibility), token: token}
-			if err := tx.Bucket(bQueueItems).Put([]byte(runID), q.encode()); err != nil {
-				return fmt.Errorf("claim %s: %w", runID, err)
-			}
-			if err := tx.Bucket(bQueueClaims).Put(concat(orderedTime(q.at), []byte(runID)), nil); err != nil {
-				return fmt.Errorf("claim %s: %w", runID, err)
-			}
-			out = append(out, store.Claim{RunID: runID, Token: token})
-		}
-		return nil
+		claimed, err := claimItems(tx, pumpID, runIDs, now, visibility)
+		out = append(out, claimed...)
+		return err
 	})
 	if err != nil {
 		return nil, wrap("claim", pumpID, err)
+	}
+	return out, nil
+}
+
+// claimItems claims the pending items runIDs for pumpID until now+visibility.
+func claimItems(tx *bolt.Tx, pumpID string, runIDs []string, now int64, visibility time.Duration) ([]store.Claim, error) {
+	out := make([]store.Claim, 0, len(runIDs))
+	for _, runID := range runIDs {
+		q, ok, err := loadQueueItem(tx, runID)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || q.claimed {
+			continue
+		}
+		if err := unindex(tx, q); err != nil {
+			return nil, err
+		}
+		token, err := newToken(pumpID)
+		if err != nil {
+			return nil, err
+		}
+		q = queueItem{claimed: true, at: deadline(now, visibility), token: token}
+		if err := tx.Bucket(bQueueItems).Put([]byte(runID), q.encode()); err != nil {
+			return nil, fmt.Errorf("claim %s: %w", runID, err)
+		}
+		if err := tx.Bucket(bQueueClaims).Put(concat(orderedTime(q.at), []byte(runID)), nil); err != nil {
+			return nil, fmt.Errorf("claim %s: %w", runID, err)
+		}
+		out = append(out, store.Claim{RunID: runID, Token: token})
 	}
 	return out, nil
 }
@@ -213,7 +237,7 @@ func (s *Store) Ack(ctx context.Context, c store.Claim) error {
 		if err := tx.Bucket(bQueueItems).Delete([]byte(c.RunID)); err != nil {
 			return fmt.Errorf("ack %s: %w", c.RunID, err)
 		}
-		return nil
+		return unfileTenant(tx, c.RunID)
 	})
 	return wrap("ack", c.RunID, err)
 }

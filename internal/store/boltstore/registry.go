@@ -154,15 +154,29 @@ func (s *Store) RefreshReservations(ctx context.Context, instanceID string, runI
 			if err := b.Put(k, orderedTime(deadline(now, ttl))); err != nil {
 				return fmt.Errorf("refresh %s: %w", runID, err)
 			}
+			if th := tenantHold(tx, instanceID, runID); th != nil && b.Get(th) != nil {
+				if err := b.Put(th, orderedTime(deadline(now, ttl))); err != nil {
+					return fmt.Errorf("refresh tenant hold of %s: %w", runID, err)
+				}
+			}
 		}
 		return nil
 	})
 	return wrap("refresh reservations", instanceID, err)
 }
 
-// ReleaseReservation drops the hold of runID on instanceID.
+// ReleaseReservation drops the hold of runID on instanceID, and the tenant hold that follows
+// it (see ReserveForTenant).
 func (s *Store) ReleaseReservation(ctx context.Context, instanceID, runID string) error {
 	err := s.update(ctx, func(tx *bolt.Tx) error {
+		if th := tenantHold(tx, instanceID, runID); th != nil {
+			if err := tx.Bucket(bReservations).Delete(th); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bHoldOf).Delete([]byte(runID)); err != nil {
+				return err
+			}
+		}
 		return tx.Bucket(bReservations).Delete(key(instanceID, runID))
 	})
 	return wrap("release reservation", instanceID+"/"+runID, err)

@@ -59,7 +59,8 @@ var (
 
 var allBuckets = [][]byte{bRuns, bRunsIdem, bRunsCreated, bQueueItems, bQueuePending, bQueueClaims,
 	bInstances, bReservations, bExecutions, bSteps, bExecByInst, bLedger, bLedgerSeq, bTenants,
-	bScaleOuts, bPipelines, bPipelinesLast, bUsage, bUsageMarks, bLeases, bTenantStates, bInstRecords, bInstRecByTen}
+	bScaleOuts, bPipelines, bPipelinesLast, bUsage, bUsageMarks, bLeases, bTenantStates, bInstRecords, bInstRecByTen,
+	bQueueTenant, bQueueTenantPending, bQueueTenantCount, bHoldOf, bRate}
 
 // Options configures Open.
 type Options struct {

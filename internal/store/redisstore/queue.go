@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,6 +18,22 @@ func (s *Store) qClaimed() string { return s.k("q", "claimed") }
 func (s *Store) qTokens() string  { return s.k("q", "tokens") }
 func (s *Store) qSeq() string     { return s.k("q", "seq") }
 
+// Per-tenant queue keys (store.TenantQueues): the set of tenants with pending items, the
+// tenant of each item, the item count per tenant, and the prefix of each tenant's pending zset
+// (scored like the pending zset).
+func (s *Store) qTenants() string      { return s.k("q", "tenants") }
+func (s *Store) qTenantOf() string     { return s.k("q", "tenant") }
+func (s *Store) qCount() string        { return s.k("q", "count") }
+func (s *Store) qTenantPrefix() string { return s.k("q", "pt", "") }
+
+// qKeys are the keys every queue script takes (see qlib).
+func (s *Store) qKeys() []string {
+	return []string{s.qPending(), s.qClaimed(), s.qTokens(), s.qSeq(), s.qTenants(), s.qTenantOf(), s.qCount()}
+}
+
+// qArgs are the ARGV of a queue script: the tenant zset prefix, then args.
+func (s *Store) qArgs(args ...any) []any { return append([]any{s.qTenantPrefix()}, args...) }
+
 // newToken returns a random claim token for pumpID: "<pumpID>/<random>", so the claims of a
 // dead pump can be found (ReleaseClaimsOf).
 func newToken(pumpID string) (string, error) {
@@ -27,10 +44,23 @@ func newToken(pumpID string) (string, error) {
 	return pumpID + "/" + hex.EncodeToString(b[:]), nil
 }
 
-// Enqueue makes runID pending at the tail; a pending or claimed item is left alone.
+// Enqueue makes runID pending at the tail of its tenant's queue (read from the run); a pending
+// or claimed item is left alone.
 func (s *Store) Enqueue(ctx context.Context, runID string) error {
-	_, err := s.runScript(ctx, "enqueue "+runID, scriptEnqueue,
-		[]string{s.qPending(), s.qClaimed(), s.qSeq()}, runID)
+	tenant := ""
+	run, err := s.GetRun(ctx, runID)
+	switch {
+	case err == nil:
+		tenant = run.GetTenantId()
+	case !errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("redisstore: enqueue %s: %w", runID, err)
+	}
+	return s.EnqueueTenant(ctx, tenant, runID)
+}
+
+// EnqueueTenant makes runID pending at the tail of tenantID's queue. See store.TenantQueues.
+func (s *Store) EnqueueTenant(ctx context.Context, tenantID, runID string) error {
+	_, err := s.runScript(ctx, "enqueue "+runID, scriptEnqueue, s.qKeys(), s.qArgs(runID, tenantID)...)
 	return err
 }
 
@@ -40,20 +70,32 @@ func (s *Store) Claim(ctx context.Context, pumpID string, max int, visibility ti
 	if max < 0 {
 		max = 0
 	}
-	args := make([]any, 0, 3+max)
-	args = append(args, s.nowMicros(), s.deadline(visibility), max)
-	for range max {
+	args := s.qArgs(s.nowMicros(), s.deadline(visibility), max)
+	args, err := appendTokens(args, pumpID, max)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.runScript(ctx, "claim for "+pumpID, scriptClaim, s.qKeys(), args...)
+	if err != nil {
+		return nil, err
+	}
+	return claims(pumpID, res)
+}
+
+// appendTokens appends n fresh claim tokens of pumpID to args.
+func appendTokens(args []any, pumpID string, n int) ([]any, error) {
+	for range n {
 		tok, err := newToken(pumpID)
 		if err != nil {
 			return nil, err
 		}
 		args = append(args, tok)
 	}
-	res, err := s.runScript(ctx, "claim for "+pumpID, scriptClaim,
-		[]string{s.qPending(), s.qClaimed(), s.qTokens(), s.qSeq()}, args...)
-	if err != nil {
-		return nil, err
-	}
+	return args, nil
+}
+
+// claims decodes a claim script's flat id, token list.
+func claims(pumpID string, res any) ([]store.Claim, error) {
 	flat, _ := res.([]any)
 	out := make([]store.Claim, 0, len(flat)/2)
 	for i := 0; i+1 < len(flat); i += 2 {
@@ -69,8 +111,7 @@ func (s *Store) Claim(ctx context.Context, pumpID string, max int, visibility ti
 
 // Ack removes a claimed item, or returns store.ErrClaimLost when c.Token no longer holds it.
 func (s *Store) Ack(ctx context.Context, c store.Claim) error {
-	res, err := s.runScript(ctx, "ack "+c.RunID, scriptAck,
-		[]string{s.qClaimed(), s.qTokens()}, c.RunID, c.Token)
+	res, err := s.runScript(ctx, "ack "+c.RunID, scriptAck, s.qKeys(), s.qArgs(c.RunID, c.Token)...)
 	if err != nil {
 		return err
 	}
@@ -83,8 +124,7 @@ func (s *Store) Ack(ctx context.Context, c store.Claim) error {
 // Release makes a claimed item pending again at the tail, or returns store.ErrClaimLost when
 // c.Token no longer holds it.
 func (s *Store) Release(ctx context.Context, c store.Claim) error {
-	res, err := s.runScript(ctx, "release "+c.RunID, scriptRelease,
-		[]string{s.qPending(), s.qClaimed(), s.qTokens(), s.qSeq()}, c.RunID, c.Token)
+	res, err := s.runScript(ctx, "release "+c.RunID, scriptRelease, s.qKeys(), s.qArgs(c.RunID, c.Token)...)
 	if err != nil {
 		return err
 	}
@@ -96,8 +136,7 @@ func (s *Store) Release(ctx context.Context, c store.Claim) error {
 
 // ReleaseClaimsOf makes every item claimed by pumpID pending again at the tail.
 func (s *Store) ReleaseClaimsOf(ctx context.Context, pumpID string) (int, error) {
-	res, err := s.runScript(ctx, "release claims of "+pumpID, scriptReleaseOwner,
-		[]string{s.qPending(), s.qClaimed(), s.qTokens(), s.qSeq()}, pumpID+"/")
+	res, err := s.runScript(ctx, "release claims of "+pumpID, scriptReleaseOwner, s.qKeys(), s.qArgs(pumpID+"/")...)
 	if err != nil {
 		return 0, err
 	}

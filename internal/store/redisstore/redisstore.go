@@ -108,7 +108,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
 		return nil, s.closeAfter(fmt.Errorf("redisstore: ping %s: %w", ro.Addr, err))
 	}
-	for _, sc := range allScripts {
+	for _, sc := range append(allScripts[:len(allScripts):len(allScripts)], fairScripts...) {
 		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
 			return nil, s.closeAfter(fmt.Errorf("redisstore: load script: %w", err))
 		}

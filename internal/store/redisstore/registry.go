@@ -148,25 +148,22 @@ func (s *Store) RefreshReservations(ctx context.Context, instanceID string, runI
 	if len(runIDs) == 0 {
 		return nil
 	}
-	args := make([]any, 0, 2+len(runIDs))
-	args = append(args, s.nowMicros(), s.deadline(ttl))
+	args := make([]any, 0, 4+len(runIDs))
+	args = append(args, s.nowMicros(), instanceID, s.tenantHoldsPrefix(), s.deadline(ttl))
 	for _, id := range runIDs {
 		args = append(args, id)
 	}
 	_, err := s.runScript(ctx, "refresh reservations "+instanceID, scriptRefresh,
-		[]string{s.resvKey(instanceID)}, args...)
+		[]string{s.resvKey(instanceID), s.holdOf()}, args...)
 	return err
 }
 
-// ReleaseReservation drops a hold; a missing hold is not an error.
+// ReleaseReservation drops a hold, and the tenant hold that follows it (see
+// ReserveForTenant); a missing hold is not an error.
 func (s *Store) ReleaseReservation(ctx context.Context, instanceID, runID string) error {
-	if err := s.check(); err != nil {
-		return fmt.Errorf("redisstore: release reservation %s/%s: %w", instanceID, runID, err)
-	}
-	if err := s.rdb.ZRem(ctx, s.resvKey(instanceID), runID).Err(); err != nil {
-		return fmt.Errorf("redisstore: release reservation %s/%s: %w", instanceID, runID, err)
-	}
-	return nil
+	_, err := s.runScript(ctx, "release reservation "+instanceID+"/"+runID, scriptReleaseHold,
+		[]string{s.resvKey(instanceID), s.holdOf()}, runID, instanceID, s.tenantHoldsPrefix())
+	return err
 }
 
 // ReservationExpiry returns when runID's live hold on instanceID lapses (zero: none).

@@ -66,62 +66,135 @@ redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
 return 1
 `)
 
-// scriptEnqueue makes an item pending at the tail unless it is pending or claimed.
-// KEYS[1] pending zset, KEYS[2] claimed zset, KEYS[3] sequence counter. ARGV[1] run id.
-var scriptEnqueue = redis.NewScript(`
-if redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
-redis.call('ZADD', KEYS[1], redis.call('INCR', KEYS[3]), ARGV[1])
+// qlib is prepended to the queue scripts: it keeps the per-tenant queues (store.TenantQueues)
+// in step with the pending zset. Every queue script takes the same keys: KEYS[1] pending zset,
+// KEYS[2] claimed zset (score = deadline), KEYS[3] token hash, KEYS[4] sequence counter,
+// KEYS[5] set of tenants with pending items, KEYS[6] hash item -> tenant, KEYS[7] hash
+// tenant -> item count; and ARGV[1] the prefix of the per-tenant pending zsets.
+const qlib = `
+local TP = ARGV[1]
+local function qpend(id)
+  local seq = redis.call('INCR', KEYS[4])
+  local t = redis.call('HGET', KEYS[6], id) or ''
+  redis.call('ZADD', KEYS[1], seq, id)
+  redis.call('ZADD', TP .. t, seq, id)
+  redis.call('SADD', KEYS[5], t)
+end
+local function qunpend(id)
+  local t = redis.call('HGET', KEYS[6], id) or ''
+  redis.call('ZREM', KEYS[1], id)
+  redis.call('ZREM', TP .. t, id)
+  if redis.call('ZCARD', TP .. t) == 0 then redis.call('SREM', KEYS[5], t) end
+end
+local function qclaim(id, deadline, token)
+  qunpend(id)
+  redis.call('ZADD', KEYS[2], deadline, id)
+  redis.call('HSET', KEYS[3], id, token)
+end
+local function qreclaim(now)
+  local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
+  for _, id in ipairs(expired) do
+    redis.call('ZREM', KEYS[2], id)
+    redis.call('HDEL', KEYS[3], id)
+    qpend(id)
+  end
+end
+`
+
+// scriptEnqueue makes an item of tenant ARGV[3] pending at the tail unless it is pending or
+// claimed. ARGV[2] run id. Returns 1 enqueued, 0 already there.
+var scriptEnqueue = redis.NewScript(qlib + `
+local id = ARGV[2]
+if redis.call('ZSCORE', KEYS[1], id) or redis.call('ZSCORE', KEYS[2], id) then return 0 end
+redis.call('HSET', KEYS[6], id, ARGV[3])
+redis.call('HINCRBY', KEYS[7], ARGV[3], 1)
+qpend(id)
 return 1
 `)
 
 // scriptClaim returns timed-out claims to the pending tail, then claims up to max oldest items.
-// KEYS[1] pending zset, KEYS[2] claimed zset (score = deadline), KEYS[3] token hash,
-// KEYS[4] sequence counter. ARGV[1] now, ARGV[2] deadline, ARGV[3] max, ARGV[4..] tokens.
+// ARGV[2] now, ARGV[3] deadline, ARGV[4] max, ARGV[5..] tokens.
 // Returns a flat list id1, token1, id2, token2, ...
-var scriptClaim = redis.NewScript(`
-local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1])
-for _, id in ipairs(expired) do
-  redis.call('ZREM', KEYS[2], id)
-  redis.call('HDEL', KEYS[3], id)
-  redis.call('ZADD', KEYS[1], redis.call('INCR', KEYS[4]), id)
-end
+var scriptClaim = redis.NewScript(qlib + `
+qreclaim(ARGV[2])
 local out = {}
-local max = tonumber(ARGV[3])
+local max = tonumber(ARGV[4])
 if max <= 0 then return out end
 local ids = redis.call('ZRANGE', KEYS[1], 0, max - 1)
 for i, id in ipairs(ids) do
-  local token = ARGV[3 + i]
-  redis.call('ZREM', KEYS[1], id)
-  redis.call('ZADD', KEYS[2], ARGV[2], id)
-  redis.call('HSET', KEYS[3], id, token)
+  local token = ARGV[4 + i]
+  qclaim(id, ARGV[3], token)
   out[#out + 1] = id
   out[#out + 1] = token
 end
 return out
 `)
 
-// scriptAck removes a claimed item if the token still holds it.
-// KEYS[1] claimed zset, KEYS[2] token hash. ARGV[1] id, ARGV[2] token. Returns 1 or 0 (lost).
-var scriptAck = redis.NewScript(`
-if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then return 0 end
-redis.call('ZREM', KEYS[1], ARGV[1])
-redis.call('HDEL', KEYS[2], ARGV[1])
+// scriptClaimTenants is scriptClaim over per-tenant queues. ARGV[2] now, ARGV[3] deadline,
+// ARGV[4] number of (tenant, max) pairs n, ARGV[5 .. 4+2n] the pairs, then the tokens.
+var scriptClaimTenants = redis.NewScript(qlib + `
+qreclaim(ARGV[2])
+local out = {}
+local n = tonumber(ARGV[4])
+local tok = 5 + 2 * n
+for p = 0, n - 1 do
+  local t, max = ARGV[5 + 2 * p], tonumber(ARGV[6 + 2 * p])
+  if max > 0 then
+    local ids = redis.call('ZRANGE', TP .. t, 0, max - 1)
+    for _, id in ipairs(ids) do
+      local token = ARGV[tok]
+      tok = tok + 1
+      qclaim(id, ARGV[3], token)
+      out[#out + 1] = id
+      out[#out + 1] = token
+    end
+  end
+end
+return out
+`)
+
+// scriptBacklog returns a flat list tenant1, pending1, ... of the tenants with pending items,
+// each count capped at ARGV[2] when it is above 0.
+var scriptBacklog = redis.NewScript(qlib + `
+local out = {}
+local cap = tonumber(ARGV[2])
+for _, t in ipairs(redis.call('SMEMBERS', KEYS[5])) do
+  local n = redis.call('ZCARD', TP .. t)
+  if cap > 0 and n > cap then n = cap end
+  if n > 0 then
+    out[#out + 1] = t
+    out[#out + 1] = n
+  end
+end
+return out
+`)
+
+// scriptAck removes a claimed item if the token still holds it. ARGV[2] id, ARGV[3] token.
+// Returns 1 or 0 (lost).
+var scriptAck = redis.NewScript(qlib + `
+local id = ARGV[2]
+if redis.call('HGET', KEYS[3], id) ~= ARGV[3] then return 0 end
+redis.call('ZREM', KEYS[2], id)
+redis.call('HDEL', KEYS[3], id)
+local t = redis.call('HGET', KEYS[6], id) or ''
+redis.call('HDEL', KEYS[6], id)
+if redis.call('HINCRBY', KEYS[7], t, -1) <= 0 then redis.call('HDEL', KEYS[7], t) end
 return 1
 `)
 
-// scriptReleaseOwner makes every claimed item whose token starts with ARGV[1] pending at the
-// tail. KEYS as scriptRelease. Returns the number released. The token hash holds one entry per
-// claimed item (pumps × batch), so a full scan is cheap.
-var scriptReleaseOwner = redis.NewScript(`
+// scriptReleaseOwner makes every claimed item whose token starts with ARGV[2] pending at the
+// tail. Returns the number released. The token hash holds one entry per claimed item (pumps ×
+// batch), so a full scan is cheap.
+var scriptReleaseOwner = redis.NewScript(qlib + `
 local flat = redis.call('HGETALL', KEYS[3])
-local prefix = ARGV[1]
+local prefix = ARGV[2]
 local n = 0
 for i = 1, #flat, 2 do
   local id, token = flat[i], flat[i + 1]
   if string.sub(token, 1, #prefix) == prefix then
     redis.call('ZREM', KEYS[2], id)
     redis.call('HDEL', KEYS[3], id)
-    redis.call('ZADD', KEYS[1], redis.call('INCR', KEYS[4]), id)
+    qpend(id)
     n = n + 1
   end
 end
@@ -129,13 +202,13 @@ return n
 `)
 
 // scriptRelease makes a claimed item pending at the tail if the token still holds it.
-// KEYS[1] pending zset, KEYS[2] claimed zset, KEYS[3] token hash, KEYS[4] sequence counter.
-// ARGV[1] id, ARGV[2] token. Returns 1 or 0 (lost).
-var scriptRelease = redis.NewScript(`
-if redis.call('HGET', KEYS[3], ARGV[1]) ~= ARGV[2] then return 0 end
-redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('HDEL', KEYS[3], ARGV[1])
-redis.call('ZADD', KEYS[1], redis.call('INCR', KEYS[4]), ARGV[1])
+// ARGV[2] id, ARGV[3] token. Returns 1 or 0 (lost).
+var scriptRelease = redis.NewScript(qlib + `
+local id = ARGV[2]
+if redis.call('HGET', KEYS[3], id) ~= ARGV[3] then return 0 end
+redis.call('ZREM', KEYS[2], id)
+redis.call('HDEL', KEYS[3], id)
+qpend(id)
 return 1
 `)
 
@@ -174,16 +247,6 @@ if redis.call('ZSCORE', KEYS[1], ARGV[3]) or redis.call('ZCARD', KEYS[1]) < tonu
   return 1
 end
 return 0
-`)
-
-// scriptRefresh extends live holds. KEYS[1] holds zset. ARGV[1] now, ARGV[2] deadline,
-// ARGV[3..] run ids.
-var scriptRefresh = redis.NewScript(`
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-for i = 3, #ARGV do
-  redis.call('ZADD', KEYS[1], 'XX', ARGV[2], ARGV[i])
-end
-return 1
 `)
 
 // scriptCreateExecution stores an execution unless it exists.
@@ -308,8 +371,8 @@ return 0
 
 // allScripts are loaded by Open.
 var allScripts = []*redis.Script{
-	scriptCAS, scriptCASAppend, scriptCreateRun, scriptCreateVersioned, scriptEnqueue, scriptClaim, scriptAck,
-	scriptRelease, scriptReleaseOwner, scriptPutInstance, scriptGCInstances, scriptReserve, scriptRefresh, scriptCreateExecution,
+	scriptCAS, scriptCASAppend, scriptCreateRun, scriptCreateVersioned, scriptEnqueue, scriptClaim, scriptClaimTenants, scriptBacklog, scriptAck,
+	scriptRelease, scriptReleaseOwner, scriptPutInstance, scriptGCInstances, scriptReserve, scriptCreateExecution,
 	scriptAcquireExecution, scriptFenceExecution, scriptUpdateExecution, scriptCommit, scriptAppend,
 	scriptAcquireLease, scriptReleaseLease,
 }

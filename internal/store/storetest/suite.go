@@ -55,6 +55,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"Leases", leaseTests},
 		{"TenantStates", tenantStateTests},
 		{"InstanceRecords", instanceRecordTests},
+		{"TenantQueues", tenantQueueTests},
+		{"TenantQuotas", tenantQuotaTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
