@@ -54,8 +54,8 @@ func newInstancesCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-func newTenantsCmd(a *app) *cobra.Command {
-	cmd := group("tenants", "tenant settings")
+// newTenantsPutCmd is "tenants put TENANT" with one flag per tenant setting.
+func newTenantsPutCmd(a *app) *cobra.Command {
 	var t httpapi.Tenant
 	put := &cobra.Command{
 		Use:   "put TENANT",
@@ -90,7 +90,12 @@ func newTenantsCmd(a *app) *cobra.Command {
 	fs.Int32Var(&t.MaxLocalWorkersPerExecution, "max-local-workers-per-execution", 0, "parallel steps per execution (0: default)")
 	fs.BoolVar(&t.Suspended, "suspended", false, "store the tenant suspended")
 	fairFlags(fs, &t)
+	return put
+}
 
+func newTenantsCmd(a *app) *cobra.Command {
+	cmd := group("tenants", "tenant settings")
+	put := newTenantsPutCmd(a)
 	get := &cobra.Command{
 		Use:   "get TENANT",
 		Short: "show a tenant's settings",
