@@ -19,10 +19,20 @@ func hintFor(err error, cmdPath, server string) string {
 	if errors.As(err, &ce) {
 		return apiHint(ce, cmdPath)
 	}
-	if unreachable(err) {
+	if unreachable(err) && !serving(cmdPath) {
 		return "is a node running at " + server + `? start one with "dair dev" (or pass --server URL)`
 	}
 	return ""
+}
+
+// serving reports whether cmdPath is a command that serves rather than calls a node: its
+// connection errors are about its own store or peers, not about --server.
+func serving(cmdPath string) bool {
+	switch cmdPath {
+	case "dair dev", "dair node", "dair standin", "dair demo", "dair chaos":
+		return true
+	}
+	return false
 }
 
 // apiHint is hintFor for an error answer of the API.
