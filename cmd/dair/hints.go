@@ -75,3 +75,22 @@ func unreachable(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"
 }
+
+// internalPrefixes are the "name: " prefixes of this module's packages that start error
+// messages; a user reads the message without them ("invalid options: ..." rather than
+// "server: invalid options: ..."). The documented "api: " and "dag: " forms stay.
+var internalPrefixes = []string{"server: ", "mcpserver: ", "auth: ", "client: ", "actors: ",
+	"boltstore: ", "redisstore: ", "store: "}
+
+// withoutPackagePrefix removes the leading internal package prefixes of msg.
+func withoutPackagePrefix(msg string) string {
+	for stripped := true; stripped; {
+		stripped = false
+		for _, p := range internalPrefixes {
+			if rest, ok := strings.CutPrefix(msg, p); ok {
+				msg, stripped = rest, true
+			}
+		}
+	}
+	return msg
+}

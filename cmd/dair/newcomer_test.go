@@ -254,3 +254,21 @@ func TestDair_Help_hostModeProcessOnlyOnNode(t *testing.T) {
 	require.Contains(t, help("node"), "process (child")
 	require.NotContains(t, help("node"), "not with dev")
 }
+
+// CLI errors do not start with the name of an internal package.
+func TestDair_Errors_noPackagePrefix(t *testing.T) {
+	cases := [][]string{
+		{"dev", "--data", t.TempDir(), "--http", "0.0.0.0:0"},
+		{"mcp", "--http", "0.0.0.0:0"},
+		{"token", "--tenant", "a", "--roles", "bogus", "--secret-file", "/dev/null"},
+	}
+	for _, args := range cases {
+		var out, errb strings.Builder
+		code := run(context.Background(), args, strings.NewReader(""), &out, &errb)
+		require.Equal(t, exitUsage, code, errb.String())
+		require.True(t, strings.HasPrefix(errb.String(), "dair: "), errb.String())
+		for _, p := range internalPrefixes {
+			require.False(t, strings.HasPrefix(strings.TrimPrefix(errb.String(), "dair: "), p), errb.String())
+		}
+	}
+}
