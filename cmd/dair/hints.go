@@ -19,10 +19,20 @@ func hintFor(err error, cmdPath, server string) string {
 	if errors.As(err, &ce) {
 		return apiHint(ce, cmdPath)
 	}
-	if unreachable(err) {
+	if unreachable(err) && !serving(cmdPath) {
 		return "is a node running at " + server + `? start one with "dair dev" (or pass --server URL)`
 	}
 	return ""
+}
+
+// serving reports whether cmdPath is a command that serves rather than calls a node: its
+// connection errors are about its own store or peers, not about --server.
+func serving(cmdPath string) bool {
+	switch cmdPath {
+	case "dair dev", "dair node", "dair standin", "dair demo", "dair chaos":
+		return true
+	}
+	return false
 }
 
 // apiHint is hintFor for an error answer of the API.
@@ -64,4 +74,23 @@ func unreachable(err error) bool {
 	}
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// internalPrefixes are the "name: " prefixes of this module's packages that start error
+// messages; a user reads the message without them ("invalid options: ..." rather than
+// "server: invalid options: ..."). The documented "api: " and "dag: " forms stay.
+var internalPrefixes = []string{"server: ", "mcpserver: ", "auth: ", "client: ", "actors: ",
+	"boltstore: ", "redisstore: ", "store: "}
+
+// withoutPackagePrefix removes the leading internal package prefixes of msg.
+func withoutPackagePrefix(msg string) string {
+	for stripped := true; stripped; {
+		stripped = false
+		for _, p := range internalPrefixes {
+			if rest, ok := strings.CutPrefix(msg, p); ok {
+				msg, stripped = rest, true
+			}
+		}
+	}
+	return msg
 }

@@ -47,7 +47,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	code := exitCode(err)
 	var quiet *quietError
 	if !errors.As(err, &quiet) {
-		msg := oneLine(err.Error())
+		msg := oneLine(withoutPackagePrefix(err.Error()))
 		path := ""
 		if cmd != nil {
 			path = cmd.CommandPath()

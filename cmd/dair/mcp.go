@@ -30,7 +30,7 @@ func newMCPCmd(a *app) *cobra.Command {
 			"Every tool calls the node at --server, so authorization is the HTTP API's.\n\n" +
 			"Over stdio (the default) the node sees --token (or DAIR_TOKEN). With --http ADDR each MCP HTTP request's\n" +
 			"own \"Authorization: Bearer\" header is forwarded to the node; --token is only a fallback for requests\n" +
-			"without the header, with --auth none and a loopback ADDR. With --auth jwt requests without a bearer token\n" +
+			"without the header. With --auth none ADDR must be loopback. With --auth jwt requests without a bearer token\n" +
 			"are answered 401 and --token is never used; --jwt-secret-file or --jwt-public-key-file additionally checks\n" +
 			"tokens before forwarding them (the node verifies them either way). Logs go to stderr.",
 		Args: exactArgs(),

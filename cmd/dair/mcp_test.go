@@ -138,6 +138,7 @@ func TestDair_MCP_usage(t *testing.T) {
 		{"jwt over stdio", []string{"mcp", "--auth", "jwt"}, "needs --http"},
 		{"key file without jwt", []string{"mcp", "--http", "127.0.0.1:0", "--jwt-secret-file", "/x"}, "need --auth jwt"},
 		{"exposed fallback token", []string{"mcp", "--http", "0.0.0.0:0", "--token", "t"}, "not loopback"},
+		{"exposed without auth", []string{"mcp", "--http", "0.0.0.0:0"}, "not loopback"},
 		{"bad address", []string{"mcp", "--http", "nonsense"}, "http address"},
 		{"bad log level", []string{"mcp", "--log-level", "loud"}, "level"},
 		{"extra argument", []string{"mcp", "x"}, "takes 0 argument"},

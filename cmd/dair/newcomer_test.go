@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
+	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/dairuntime/dair/httpapi"
+	"github.com/dairuntime/dair/internal/server"
 	"github.com/dairuntime/dair/testkit"
 )
 
@@ -197,4 +201,74 @@ func TestDair_Trace_tree(t *testing.T) {
 	r = n.cli(t, "executions", "trace", id, "--flat")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "NAME")
+}
+
+// A serving command whose store cannot be opened says so, names no internal package, and does
+// not suggest starting a node as if --server were the problem.
+func TestDair_Serve_storeErrors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	dir := t.TempDir()
+	held, err := server.OpenStore(context.Background(), "bolt://"+filepath.Join(dir, "dair.db"))
+	require.NoError(t, err)
+	defer held.Close()
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"redis down", []string{"node", "--store", "redis://" + closed + "/0", "--node-id", "n1",
+			"--http", "127.0.0.1:0"}, "connection refused (is Redis running"},
+		{"data dir in use", []string{"dev", "--data", dir, "--http", "127.0.0.1:0"}, "another process holds the file"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb strings.Builder
+			code := run(context.Background(), tc.args, strings.NewReader(""), &out, &errb)
+			require.Equal(t, exitFailed, code, errb.String())
+			require.Contains(t, errb.String(), tc.want)
+			require.NotContains(t, errb.String(), "is a node running")
+			require.NotContains(t, errb.String(), "boltstore")
+			require.NotContains(t, errb.String(), "redisstore")
+		})
+	}
+}
+
+// dev's help does not offer --host-mode process, which dev refuses; node's help does.
+func TestDair_Help_hostModeProcessOnlyOnNode(t *testing.T) {
+	help := func(cmd string) string {
+		var out, errb strings.Builder
+		require.Equal(t, 0, run(context.Background(), []string{cmd, "--help"}, strings.NewReader(""), &out, &errb), errb.String())
+		for _, line := range strings.Split(out.String(), "\n") {
+			if strings.Contains(line, "--host-mode") {
+				return line
+			}
+		}
+		t.Fatalf("%s --help has no --host-mode line:\n%s", cmd, out.String())
+		return ""
+	}
+	require.NotContains(t, help("dev"), "process (")
+	require.Contains(t, help("dev"), "fixture (in this process) or attach")
+	require.Contains(t, help("node"), "process (child")
+	require.NotContains(t, help("node"), "not with dev")
+}
+
+// CLI errors do not start with the name of an internal package.
+func TestDair_Errors_noPackagePrefix(t *testing.T) {
+	cases := [][]string{
+		{"dev", "--data", t.TempDir(), "--http", "0.0.0.0:0"},
+		{"mcp", "--http", "0.0.0.0:0"},
+		{"token", "--tenant", "a", "--roles", "bogus", "--secret-file", "/dev/null"},
+	}
+	for _, args := range cases {
+		var out, errb strings.Builder
+		code := run(context.Background(), args, strings.NewReader(""), &out, &errb)
+		require.Equal(t, exitUsage, code, errb.String())
+		require.True(t, strings.HasPrefix(errb.String(), "dair: "), errb.String())
+		for _, p := range internalPrefixes {
+			require.False(t, strings.HasPrefix(strings.TrimPrefix(errb.String(), "dair: "), p), errb.String())
+		}
+	}
 }

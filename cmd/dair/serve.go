@@ -17,7 +17,7 @@ func addServingFlags(fs *pflag.FlagSet, o *server.Options, defaultAuth string) {
 	fs.StringVar(&o.JWTIssuer, "jwt-issuer", "", "require this issuer as every token's iss claim (with --auth jwt)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&o.LogFormat, "log-format", "console", "log format: json or console")
-	fs.StringVar(&o.HostMode, "host-mode", server.HostFixture, "how scale-out creates runtime hosts: fixture, process (child \"dair node\" processes; needs --store redis:// and --bind, so not with dev) or attach")
+	fs.StringVar(&o.HostMode, "host-mode", server.HostFixture, "how scale-out creates runtime hosts: fixture, process (child \"dair node\" processes; needs --store redis:// and --bind) or attach")
 	fs.StringVar(&o.PipelinesDir, "pipelines", "", "directory of pipeline files (*.yaml, *.yml, *.json) loaded at start")
 	fs.StringVar(&o.NodeID, "node-id", "", "node id (default: the host name)")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "bound of the graceful shutdown")
@@ -47,9 +47,15 @@ func newDevCmd(a *app) *cobra.Command {
 	fs.StringVar(&o.DataDir, "data", o.DataDir, "data directory of the embedded store")
 	fs.StringVar(&o.HTTPAddr, "http", o.HTTPAddr, "HTTP API listen address")
 	addServingFlags(fs, &o, server.AuthNone)
+	fs.Lookup("host-mode").Usage = devHostModeUsage
 	addTransportFlags(fs, &o)
 	return cmd
 }
+
+// devHostModeUsage is dev's --host-mode help: dev cannot start process hosts (they need a
+// shared store and membership), so it does not offer them.
+const devHostModeUsage = "how scale-out creates runtime hosts: fixture (in this process) or attach " +
+	`(registered external endpoints); child-process hosts need "dair node --host-mode process"`
 
 func newNodeCmd(a *app) *cobra.Command {
 	o := server.DefaultOptions()

@@ -13,6 +13,7 @@ import (
 	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/agents"
 	"github.com/dairuntime/dair/internal/auth"
+	"github.com/dairuntime/dair/internal/jsonvalid"
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -161,10 +162,10 @@ func outcomeView(o *messages.DeliveryOutcome, messageID string) httpapi.AgentSen
 	return v
 }
 
-// replyJSON returns an agent's reply as JSON: the reply itself when it is valid JSON, a JSON
-// string of it otherwise.
+// replyJSON returns an agent's reply as JSON: the reply itself when it is valid JSON (UTF-8,
+// finite numbers), a JSON string of it otherwise (invalid UTF-8 becomes U+FFFD).
 func replyJSON(b []byte) json.RawMessage {
-	if json.Valid(b) {
+	if jsonvalid.Valid(b) {
 		return json.RawMessage(b)
 	}
 	s, err := json.Marshal(string(b))
@@ -175,13 +176,17 @@ func replyJSON(b []byte) json.RawMessage {
 }
 
 // agentMessage returns the payload of a request's message: its JSON, compacted. A missing
-// message is a 400.
+// message, or one that jsonvalid refuses (invalid UTF-8, a number beyond float64, too deep),
+// is a 400, as for a run's input: the reply to it could not be answered as valid JSON.
 func agentMessage(m json.RawMessage) ([]byte, error) {
 	if len(m) == 0 {
 		return nil, badRequest("api: message is required (any JSON value)")
 	}
 	var b bytes.Buffer
 	if err := json.Compact(&b, m); err != nil {
+		return nil, badRequest("api: message: %v", err)
+	}
+	if err := jsonvalid.Check(b.Bytes()); err != nil {
 		return nil, badRequest("api: message: %v", err)
 	}
 	return b.Bytes(), nil

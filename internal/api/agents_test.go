@@ -200,6 +200,10 @@ func TestAPI_Agents_badInput(t *testing.T) {
 		{"malformed json", "/v1/agents/greet/k/messages", `{"message":`},
 		{"empty topic type", "/v1/topics/%2Fsrc/messages", `{"message":1}`},
 		{"publish without message", "/v1/topics/t/messages", `{}`},
+		{"message not utf-8", "/v1/agents/greet/k/messages", "{\"message\":\"\xff\"}"},
+		{"message number overflows", "/v1/agents/greet/k/messages", `{"message":1e400}`},
+		{"message lone surrogate", "/v1/agents/greet/k/messages", `{"message":"\ud800"}`},
+		{"published message not utf-8", "/v1/topics/t/messages", "{\"message\":{\"a\":\"\xff\"}}"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			acme.callErr("POST", tt.path, tt.body, http.StatusBadRequest, "")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"text/template"
 	"text/template/parse"
@@ -174,7 +175,7 @@ func renderString(s, path string, data map[string]any) (any, error) {
 	}
 	w := &limitedBuffer{limit: MaxRenderedBytes}
 	if err := t.Execute(w, data); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrRender, path, err)
+		return nil, execError(path, err)
 	}
 	return w.buf.String(), nil
 }
@@ -209,7 +210,7 @@ func renderRaw(pipe *parse.PipeNode, path string, data map[string]any) (v any, o
 	}
 	w := &limitedBuffer{limit: MaxRenderedBytes}
 	if err := t.Execute(w, data); err != nil {
-		return nil, false, fmt.Errorf("%w: %s: %w", ErrRender, path, err)
+		return nil, false, execError(path, err)
 	}
 	if !set {
 		return nil, false, nil
@@ -231,4 +232,22 @@ func (w *limitedBuffer) Write(p []byte) (int, error) {
 		return 0, fmt.Errorf("%w (%d bytes)", errTooLong, w.limit)
 	}
 	return w.buf.Write(p)
+}
+
+// missingField matches text/template's errors for a field that is not there: of a null value,
+// of a map without the key (missingkey=error), of a value that is not a map.
+var missingField = regexp.MustCompile(`at <(\.[^>]*)>: (?:nil pointer evaluating interface \{\}\.(\w+)|` +
+	`map has no entry for key "([^"]*)"|can't evaluate field (\w+) in type)`)
+
+// execError wraps a template execution error of the template at path. When a field is
+// missing, the message starts with which one, in the pipeline's terms
+// (`.input.name: the value has no field "name"`), before text/template's own words.
+func execError(path string, err error) error {
+	m := missingField.FindStringSubmatch(err.Error())
+	if m == nil {
+		return fmt.Errorf("%w: %s: %w", ErrRender, path, err)
+	}
+	field := m[2] + m[3] + m[4]
+	return fmt.Errorf("%w: %s: %s: the value has no field %q (input_schema checks inputs at submit): %w",
+		ErrRender, path, m[1], field, err)
 }

@@ -2,6 +2,7 @@ package dag
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -122,4 +123,26 @@ func TestRenderWith_badRawInput(t *testing.T) {
 	_, err := RenderWith(map[string]any{"v": "x"}, Scope{Input: json.RawMessage("{bad")})
 	require.ErrorIs(t, err, ErrRender)
 	require.True(t, strings.Contains(err.Error(), "decode input"), err.Error())
+}
+
+// A template that reads a missing field says which one, before text/template's words.
+func TestRenderWith_missingFieldNamed(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		input any
+		tmpl  string
+		want  string
+	}{
+		{"no input", nil, "hello {{ .input.name }}", `.input.name: the value has no field "name"`},
+		{"no such key", map[string]any{"x": 1}, "hello {{ .input.name }}", `.input.name: the value has no field "name"`},
+		{"single action", map[string]any{"x": 1}, "{{ .input.name }}", `.input.name: the value has no field "name"`},
+		{"not an object", []any{1}, "{{ .input.name }}", `.input.name: the value has no field "name"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := RenderWith(map[string]any{"value": tc.tmpl}, Scope{Input: tc.input})
+			if err == nil || !strings.Contains(err.Error(), "with.value: "+tc.want) || !errors.Is(err, ErrRender) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
 }

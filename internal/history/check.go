@@ -73,17 +73,25 @@ func CheckCompat(in ReplayInput, next *dag.Pipeline, nextGraph *dag.Graph) Repor
 			add(id, "%s: uses %s, was %s", ReasonHandler, now.Uses, old.Uses)
 			continue
 		}
-		with, err := dag.RenderWith(now.With, dag.Scope{Input: input, Steps: outputs, TenantID: tenant,
-			ExecutionID: in.Execution.GetExecutionId()})
+		scope := dag.Scope{Input: input, Steps: outputs, TenantID: tenant, ExecutionID: in.Execution.GetExecutionId()}
+		with, err := dag.RenderWith(now.With, scope)
 		switch {
-		case err != nil:
+		case err != nil && renders(old.With, scope):
 			add(id, "%s: %v", ReasonRenderFailed, err)
+		case err != nil:
+			// The step failed to render in the execution too: the new definition fails it the same way.
 		case rec != "" && rec != InputHash(with):
 			add(id, "%s: its rendered with differs from the recorded input", ReasonWithChanged)
 		}
 	}
 	r.Diverged = len(r.Divergences) > 0
 	return r
+}
+
+// renders reports whether with renders in scope.
+func renders(with map[string]any, scope dag.Scope) bool {
+	_, err := dag.RenderWith(with, scope)
+	return err == nil
 }
 
 // startedSteps maps each step the execution started to the input hash recorded at its last

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dairuntime/dair/internal/dag"
 	"github.com/dairuntime/dair/internal/history"
+	"github.com/dairuntime/dair/messages"
 )
 
 func TestCheckCompat(t *testing.T) {
@@ -45,4 +46,20 @@ func TestCheckCompat(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An execution whose step failed to render (its input lacked a field) is compatible with its
+// own definition: the check reports only what the new definition would change.
+func TestCheckCompat_stepThatFailedToRender(t *testing.T) {
+	p, g := load(t)
+	ex := &messages.Execution{ExecutionId: "e1", SharedRunId: "r1", PipelineHash: p.Hash, Status: messages.RunFailed,
+		Input: []byte(`[1]`), Snapshot: &messages.ExecutionContextSnapshot{TenantId: "t"}}
+	steps := []*messages.StepState{{StepId: "a", Status: messages.StepFailed, Error: "render with: template"}}
+	led := []*messages.LedgerEntry{
+		{Seq: 1, Kind: messages.KindStepFailed, StepId: "a", ExecutionId: "e1", At: 1},
+		{Seq: 2, Kind: messages.KindRunFailed, ExecutionId: "e1", At: 2},
+	}
+	in := history.ReplayInput{Pipeline: p, Graph: g, Execution: ex, Steps: steps, Ledger: led}
+	r := history.CheckCompat(in, p, g)
+	require.False(t, r.Diverged, r.Divergences)
 }

@@ -35,11 +35,17 @@ func (e *Error) Error() string {
 // Is reports whether target is ErrInvalid.
 func (e *Error) Is(target error) bool { return target == ErrInvalid }
 
+// MaxDepth is the deepest nesting of arrays and objects Check accepts. Deeper documents are
+// legal JSON but break common decoders (Python's json stops near 1,000 levels, Go's at
+// 10,000), so a stored value would be returned in answers that clients cannot parse.
+const MaxDepth = 128
+
 // Valid reports whether Check(b) returns nil.
 func Valid(b []byte) bool { return Check(b) == nil }
 
 // Check returns nil when b is one well-formed JSON value whose bytes are valid UTF-8, whose
-// string escapes pair every UTF-16 surrogate, and whose numbers are finite as float64s; else a
+// string escapes pair every UTF-16 surrogate, whose numbers are finite as float64s and whose
+// arrays and objects nest at most MaxDepth deep; else a
 // *Error matching ErrInvalid. It takes time linear in len(b) and does not retain b. It is
 // goroutine-safe.
 func Check(b []byte) error {
@@ -49,8 +55,15 @@ func Check(b []byte) error {
 	if !json.Valid(b) {
 		return &Error{Offset: -1, Msg: "not valid JSON"}
 	}
+	depth := 0
 	for i := 0; i < len(b); i++ {
 		switch c := b[i]; {
+		case c == '[' || c == '{':
+			if depth++; depth > MaxDepth {
+				return &Error{Offset: i, Msg: fmt.Sprintf("arrays and objects nest deeper than %d levels", MaxDepth)}
+			}
+		case c == ']' || c == '}':
+			depth--
 		case c == '"':
 			end, err := checkString(b, i)
 			if err != nil {

@@ -29,6 +29,10 @@ func TestCheck(t *testing.T) {
 		{"high then non-low", `["\ud800\u0041"]`, "string holds an unpaired UTF-16 surrogate escape (at byte 2)"},
 		{"malformed", `{"a":`, "not valid JSON"},
 		{"empty", ``, "not valid JSON"},
+		{"nesting at the limit", strings.Repeat("[", jsonvalid.MaxDepth) + strings.Repeat("]", jsonvalid.MaxDepth), ""},
+		{"brackets inside strings are text", `["` + strings.Repeat("[{", 200) + `"]`, ""},
+		{"nesting too deep", `{"a":` + strings.Repeat("[", jsonvalid.MaxDepth) + strings.Repeat("]", jsonvalid.MaxDepth) + `}`,
+			"arrays and objects nest deeper than 128 levels (at byte " + fmt.Sprint(5+jsonvalid.MaxDepth-1) + ")"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -287,3 +287,13 @@ func TestListenAndServe_refusesExposedToken(t *testing.T) {
 	err := mcpserver.ListenAndServe(context.Background(), "0.0.0.0:0", mcpserver.Config{Token: "t"}, nil)
 	require.ErrorIs(t, err, mcpserver.ErrInvalidConfig)
 }
+
+// Without auth, the MCP server would forward anyone's calls without a token: in front of a node
+// that serves without auth on loopback (dair dev), that exposes its whole API. It refuses.
+func TestListenAndServe_refusesExposedNoAuth(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0"} {
+		err := mcpserver.ListenAndServe(context.Background(), addr, mcpserver.Config{}, nil)
+		require.ErrorIs(t, err, mcpserver.ErrInvalidConfig, addr)
+		require.ErrorContains(t, err, "not loopback", addr)
+	}
+}

@@ -37,9 +37,10 @@ type ToolErrorDetail struct {
 }
 
 // errorResult converts err to an IsError tool result. The text content reads
-// "<code>: <message> (HTTP <status>)" so that agents and people see why the node refused.
+// "<code>: <message> (HTTP <status>)" so that agents and people see why the node refused; the
+// message does not start with this module's package names ("bad argument: limit 0 ...").
 func errorResult(err error) *mcp.CallToolResult {
-	d := ToolErrorDetail{Code: CodeUnavailable, Message: err.Error()}
+	d := ToolErrorDetail{Code: CodeUnavailable, Message: strings.TrimPrefix(strings.TrimPrefix(err.Error(), "mcpserver: "), "client: ")}
 	var ce *client.Error
 	switch {
 	case errors.As(err, &ce):

@@ -21,8 +21,9 @@ const shutdownTimeout = 5 * time.Second
 // address once the listener is open.
 //
 // It refuses (ErrInvalidConfig) an invalid cfg, and a non-loopback addr when cfg.Auth is
-// AuthNone and cfg.Token is set: that would lend the server's token to anyone who can reach
-// the port. It blocks; other errors are the listener's.
+// AuthNone: that would lend the server's fallback token, or a node that runs without auth on
+// loopback (dair dev), to anyone who can reach the port. It blocks; other errors are the
+// listener's.
 func ListenAndServe(ctx context.Context, addr string, cfg Config, onReady func(net.Addr)) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -32,9 +33,9 @@ func ListenAndServe(ctx context.Context, addr string, cfg Config, onReady func(n
 	if err != nil {
 		return fmt.Errorf("%w: http address %q: %v", ErrInvalidConfig, addr, err)
 	}
-	if cfg.Auth == AuthNone && cfg.Token != "" && !netaddr.IsLoopback(host) {
-		return fmt.Errorf("%w: http address %q is not loopback; with auth none and a fallback token "+
-			"serve on 127.0.0.1 or use auth jwt", ErrInvalidConfig, addr)
+	if cfg.Auth == AuthNone && !netaddr.IsLoopback(host) {
+		return fmt.Errorf("%w: http address %q is not loopback; with auth none the MCP server serves on "+
+			"loopback only (use 127.0.0.1, or --auth jwt to require a bearer token on every request)", ErrInvalidConfig, addr)
 	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", addr)

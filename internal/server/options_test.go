@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -192,4 +193,37 @@ func TestLoadPipelines_cases(t *testing.T) {
 		_, err := LoadPipelines(context.Background(), &fakePipelines{}, filepath.Join(t.TempDir(), "none"), dag.Limits{})
 		require.True(t, errors.Is(err, ErrBadPipeline), err)
 	})
+}
+
+// The errors of a store that cannot be opened say what to check and name no internal package.
+func TestOpenStore_errorsNameNoInternals(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "dair.db")
+	held, err := OpenStore(context.Background(), "bolt://"+db)
+	require.NoError(t, err)
+	defer held.Close()
+	notDir := filepath.Join(dir, "file")
+	require.NoError(t, os.WriteFile(notDir, nil, 0o600))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closedAddr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	cases := []struct{ name, url, want string }{
+		{"locked", "bolt://" + db, "another process holds the file"},
+		{"not a directory", "bolt://" + filepath.Join(notDir, "x", "dair.db"), "not a directory"},
+		{"redis refused", "redis://:s3cret@" + closedAddr + "/0", "connection refused (is Redis running"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := OpenStore(context.Background(), tc.url)
+			require.Error(t, err)
+			require.Nil(t, st)
+			var oe *StoreOpenError
+			require.ErrorAs(t, err, &oe)
+			require.Contains(t, err.Error(), tc.want)
+			for _, internal := range []string{"boltstore", "redisstore", "s3cret"} {
+				require.NotContains(t, err.Error(), internal)
+			}
+		})
+	}
 }

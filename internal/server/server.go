@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"github.com/dairuntime/dair/actors"
@@ -48,6 +49,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidOptions, err)
 	}
+	redis.SetLogger(redisLogger{log: log})
 	var verifier auth.Verifier
 	if opts.Auth == AuthJWT {
 		verifier, err = auth.LoadVerifier(opts.JWTSecretFile, opts.JWTPublicKeyFile,

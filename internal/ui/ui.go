@@ -129,7 +129,8 @@ func acceptsHTML(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "text/html")
 }
 
-// notFound writes the API's JSON error body ({"error": {"code", "message"}}) with status 404.
+// notFound writes the API's JSON error body ({"error": {"code", "message"}}) with status 404,
+// worded as the API's own ("api: no route for GET /x"), without this package's name.
 func notFound(w http.ResponseWriter, r *http.Request) {
 	type detail struct {
 		Code    string `json:"code"`
@@ -137,9 +138,9 @@ func notFound(w http.ResponseWriter, r *http.Request) {
 	}
 	b, err := json.Marshal(struct {
 		Error detail `json:"error"`
-	}{detail{Code: "not_found", Message: fmt.Sprintf("ui: no route for %s %s", r.Method, r.URL.Path)}})
+	}{detail{Code: "not_found", Message: fmt.Sprintf("api: no route for %s %s", r.Method, r.URL.Path)}})
 	if err != nil {
-		http.Error(w, "ui: not found", http.StatusNotFound)
+		http.Error(w, "api: not found", http.StatusNotFound)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

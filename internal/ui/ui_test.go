@@ -59,6 +59,9 @@ func TestHandler_ServeHTTP(t *testing.T) {
 				if err := json.Unmarshal(rec.Body.Bytes(), &eb); err != nil || eb.Error.Code != "not_found" || eb.Error.Message == "" {
 					t.Errorf("404 body %q is not the API's error shape (%v)", rec.Body.String(), err)
 				}
+				if want := "api: no route for " + tt.method + " "; !strings.HasPrefix(eb.Error.Message, want) {
+					t.Errorf("404 message %q does not start with %q", eb.Error.Message, want)
+				}
 			}
 		})
 	}
