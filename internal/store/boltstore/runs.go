@@ -134,6 +134,9 @@ func (s *Store) UpdateRunAndAppend(ctx context.Context, id string, fn func(*mess
 		if err := put(tx, bRuns, []byte(id), r); err != nil {
 			return err
 		}
+		if err := bumpRunVersion(tx, id); err != nil {
+			return err
+		}
 		if entry != nil {
 			appended = proto.Clone(entry).(*messages.LedgerEntry)
 			appended.SharedRunId = id

@@ -1,0 +1,187 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/messages"
+)
+
+var _ store.Assigner = (*Store)(nil)
+
+// scriptClaimRuns is scriptClaim that also reads each claimed run's pb and version.
+// KEYS as scriptClaim. ARGV[1] now, ARGV[2] deadline, ARGV[3] max, ARGV[4] run key prefix,
+// ARGV[5..] tokens. Returns a flat list id, token, pb or false, ver or false, ...
+var scriptClaimRuns = redis.NewScript(`
+local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1])
+for _, id in ipairs(expired) do
+  redis.call('ZREM', KEYS[2], id)
+  redis.call('HDEL', KEYS[3], id)
+  redis.call('ZADD', KEYS[1], redis.call('INCR', KEYS[4]), id)
+end
+local out = {}
+local max = tonumber(ARGV[3])
+if max <= 0 then return out end
+local ids = redis.call('ZRANGE', KEYS[1], 0, max - 1)
+for i, id in ipairs(ids) do
+  local token = ARGV[4 + i]
+  redis.call('ZREM', KEYS[1], id)
+  redis.call('ZADD', KEYS[2], ARGV[2], id)
+  redis.call('HSET', KEYS[3], id, token)
+  local r = redis.call('HMGET', ARGV[4] .. id, 'pb', 'ver')
+  out[#out + 1] = id
+  out[#out + 1] = token
+  out[#out + 1] = r[1]
+  out[#out + 1] = r[2]
+end
+return out
+`)
+
+// Result codes of scriptAssign (the store.AssignResult values).
+const (
+	assignOK      = int64(store.Assigned)
+	assignFull    = int64(store.InstanceFull)
+	assignChanged = int64(store.RunChanged)
+)
+
+// scriptAssign is the dispatch decision's write: version check, slot reservation under the
+// limit, run write, queue entry removal and ledger appends, all or nothing.
+// KEYS[1] run hash, KEYS[2] holds zset, KEYS[3] pending zset, KEYS[4] claimed zset,
+// KEYS[5] token hash, KEYS[6] ledger list. ARGV[1] expected ver, ARGV[2] run pb, ARGV[3] now,
+// ARGV[4] hold deadline, ARGV[5] run id, ARGV[6] limit, ARGV[7..] ledger entry pbs.
+// Returns {code, live holds}: code 0 assigned, 1 full, 2 run changed.
+var scriptAssign = redis.NewScript(`
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[3])
+if redis.call('HGET', KEYS[1], 'ver') ~= ARGV[1] then return {2, redis.call('ZCARD', KEYS[2])} end
+if not redis.call('ZSCORE', KEYS[2], ARGV[5]) and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[6]) then
+  return {1, redis.call('ZCARD', KEYS[2])}
+end
+redis.call('ZADD', KEYS[2], ARGV[4], ARGV[5])
+redis.call('HSET', KEYS[1], 'pb', ARGV[2])
+redis.call('HINCRBY', KEYS[1], 'ver', 1)
+redis.call('ZREM', KEYS[3], ARGV[5])
+redis.call('ZREM', KEYS[4], ARGV[5])
+redis.call('HDEL', KEYS[5], ARGV[5])
+for i = 7, #ARGV do redis.call('RPUSH', KEYS[6], ARGV[i]) end
+return {0, redis.call('ZCARD', KEYS[2])}
+`)
+
+// ClaimRuns claims like Claim and reads the claimed runs in the same script. See store.Assigner.
+func (s *Store) ClaimRuns(ctx context.Context, pumpID string, max int, visibility time.Duration) ([]store.ClaimedRun, error) {
+	max = maxInt(max, 0)
+	args := make([]any, 0, 4+max)
+	args = append(args, s.nowMicros(), s.deadline(visibility), max, s.runKey(""))
+	for range max {
+		tok, err := newToken(pumpID)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, tok)
+	}
+	res, err := s.runScript(ctx, "claim runs for "+pumpID, scriptClaimRuns,
+		[]string{s.qPending(), s.qClaimed(), s.qTokens(), s.qSeq()}, args...)
+	if err != nil {
+		return nil, err
+	}
+	flat, _ := res.([]any)
+	out := make([]store.ClaimedRun, 0, len(flat)/4)
+	for i := 0; i+3 < len(flat); i += 4 {
+		id, ok1 := asString(flat[i])
+		tok, ok2 := asString(flat[i+1])
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("redisstore: claim runs for %s: unexpected reply %v", pumpID, res)
+		}
+		cr := store.ClaimedRun{Claim: store.Claim{RunID: id, Token: tok}}
+		pb, okPB := asString(flat[i+2])
+		ver, okVer := asString(flat[i+3])
+		if okPB && okVer {
+			if cr.Run, cr.Version, err = decodeVersionedRun([]byte(pb), ver); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, cr)
+	}
+	return out, nil
+}
+
+// GetRunVersion returns the run and its record version. See store.Assigner.
+func (s *Store) GetRunVersion(ctx context.Context, id string) (*messages.SharedRun, int64, error) {
+	if err := s.check(); err != nil {
+		return nil, 0, fmt.Errorf("redisstore: get run %s: %w", id, err)
+	}
+	pb, ver, err := s.loadVersioned(ctx, s.runKey(id))
+	if err != nil {
+		return nil, 0, fmt.Errorf("redisstore: get run %s: %w", id, err)
+	}
+	return decodeVersionedRun(pb, ver)
+}
+
+func decodeVersionedRun(pb []byte, ver string) (*messages.SharedRun, int64, error) {
+	v, err := strconv.ParseInt(ver, 10, 64)
+	if err != nil {
+		return nil, 0, fmt.Errorf("redisstore: run version %q: %w", ver, err)
+	}
+	r := &messages.SharedRun{}
+	if err := unmarshal("run", pb, r); err != nil {
+		return nil, 0, err
+	}
+	return r, v, nil
+}
+
+// Assign writes a dispatch decision in one script. See store.Assigner.
+func (s *Store) Assign(ctx context.Context, a store.Assignment) (store.AssignResult, int, error) {
+	id := a.Run.GetSharedRunId()
+	if id == "" || a.InstanceID == "" {
+		return 0, 0, fmt.Errorf("redisstore: assign: empty run or instance id")
+	}
+	r := proto.Clone(a.Run).(*messages.SharedRun)
+	now := s.now()
+	r.UpdatedAt = now.UnixNano()
+	pb, err := marshal("run", r)
+	if err != nil {
+		return 0, 0, err
+	}
+	args := make([]any, 0, 6+len(a.Ledger))
+	args = append(args, a.Version, pb, micros(now), micros(now.Add(a.TTL)), id, a.Limit)
+	for _, le := range a.Ledger {
+		e := proto.Clone(le).(*messages.LedgerEntry)
+		e.SharedRunId, e.Seq = id, 0
+		if e.At == 0 {
+			e.At = r.UpdatedAt
+		}
+		b, err := marshal("ledger entry", e)
+		if err != nil {
+			return 0, 0, err
+		}
+		args = append(args, b)
+	}
+	keys := []string{s.runKey(id), s.resvKey(a.InstanceID), s.qPending(), s.qClaimed(), s.qTokens(), s.ledgerKey(id)}
+	res, err := s.runScript(ctx, "assign "+id+" to "+a.InstanceID, scriptAssign, keys, args...)
+	if err != nil {
+		return 0, 0, err
+	}
+	out, _ := res.([]any)
+	if len(out) != 2 {
+		return 0, 0, fmt.Errorf("redisstore: assign %s: unexpected reply %v", id, res)
+	}
+	code, _ := out[0].(int64)
+	held, _ := out[1].(int64)
+	switch code {
+	case assignOK, assignFull, assignChanged:
+		return store.AssignResult(code), int(held), nil
+	}
+	return 0, 0, fmt.Errorf("redisstore: assign %s: unexpected reply %v", id, res)
+}
+
+func maxInt(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
