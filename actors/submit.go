@@ -65,13 +65,33 @@ func (n *Node) Submit(ctx context.Context, req SubmitRequest) (*messages.SharedR
 		return existing, nil
 	}
 	n.env.ledger(ctx, submittedEntry(run))
-	if mode := cmp.Or(req.Mode, n.env.cfg.SubmitMode); mode == SubmitDirect {
-		out, err := n.plane.dispatcher.DispatchRun(ctx, run.SharedRunId, "direct-"+n.env.nodeID, nil)
+	return n.place(ctx, run, cmp.Or(req.Mode, n.env.cfg.SubmitMode))
+}
+
+// place dispatches a stored run or queues it. SubmitDirect admits and dispatches it here,
+// queueing it when it stays queued. SubmitQueueFirst hands it straight to an instance when the
+// node's instance view shows tenant-visible free capacity and the shared queue had no backlog
+// at the pump's last cycle (the run record is durable before; the assignment is written
+// atomically with the slot); otherwise it enqueues it and wakes the pump. Either way the run
+// is durably assigned or queued before Submit returns.
+func (n *Node) place(ctx context.Context, run *messages.SharedRun, mode string) (*messages.SharedRun, error) {
+	pumpID := "direct-" + n.env.nodeID
+	switch {
+	case mode == SubmitDirect:
+		out, err := n.plane.dispatcher.DispatchCreated(ctx, run, pumpID)
 		if err != nil {
 			n.env.log.Warn("direct dispatch", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
 		}
 		if out == controlplane.Done {
 			return n.GetRun(ctx, run.SharedRunId)
+		}
+	case !n.env.cfg.DisableHandOff:
+		handed, err := n.plane.dispatcher.HandOff(ctx, run, pumpID)
+		if err != nil {
+			n.env.log.Warn("hand off", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
+		}
+		if handed {
+			return run, nil
 		}
 	}
 	if err := n.env.st.Enqueue(ctx, run.SharedRunId); err != nil {

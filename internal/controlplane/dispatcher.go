@@ -58,6 +58,9 @@ type DispatcherConfig struct {
 	ReservationTTL time.Duration
 	// HeartbeatTTL is the heartbeat staleness bound admission applies. Default 5s.
 	HeartbeatTTL time.Duration
+	// ViewTTL bounds the staleness of the instance view (registry and reservation counts) the
+	// fast path decides on; the store re-checks capacity when it reserves. Default 100ms.
+	ViewTTL time.Duration
 	// MaxAttempts bounds how often a run may fail provider dispatch before it fails. Default 20.
 	MaxAttempts int
 	// Router delivers runs to instances. Required.
@@ -102,6 +105,7 @@ func (c DispatcherConfig) withDefaults() DispatcherConfig {
 	defaultDuration(&c.QueueVisibility, 30*time.Second)
 	defaultDuration(&c.ReservationTTL, 30*time.Second)
 	defaultDuration(&c.HeartbeatTTL, 5*time.Second)
+	defaultDuration(&c.ViewTTL, 100*time.Millisecond)
 	if c.Circuits == nil {
 		c.Circuits = NewCircuits()
 	}
@@ -118,8 +122,12 @@ func (c DispatcherConfig) withDefaults() DispatcherConfig {
 // router, recording every decision in the run's ledger. It is goroutine-safe: all its state is
 // in the store (and the circuit breaker). Its methods block on store and provider I/O.
 type Dispatcher struct {
-	st  DispatcherStore
-	cfg DispatcherConfig
+	st   DispatcherStore
+	cfg  DispatcherConfig
+	asg  store.Assigner // st's one-call dispatch capability, or nil (see fastpath.go)
+	view *instanceView
+	// backlog is the pending queue depth the last cycle saw: a hand-off never overtakes it.
+	backlog atomic.Int64
 }
 
 // NewDispatcher returns a dispatcher over st.
@@ -127,13 +135,19 @@ func NewDispatcher(st DispatcherStore, cfg DispatcherConfig) (*Dispatcher, error
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Dispatcher{st: st, cfg: cfg.withDefaults()}, nil
+	d := &Dispatcher{st: st, cfg: cfg.withDefaults()}
+	d.asg, _ = st.(store.Assigner)
+	d.view = newInstanceView(st, d.cfg.ViewTTL, d.cfg.Now)
+	return d, nil
 }
 
 // Cycle claims one batch for pumpID and dispatches it with bounded parallelism (it returns
 // once every dispatch of the batch has). It returns the number of items claimed and how many
 // of them left the queue (dispatched, parked or final).
 func (d *Dispatcher) Cycle(ctx context.Context, pumpID string) (claimed, settled int, err error) {
+	if d.asg != nil {
+		return d.cycleFast(ctx, pumpID)
+	}
 	claims, err := d.st.Claim(ctx, pumpID, d.cfg.Batch, d.cfg.QueueVisibility)
 	if err != nil {
 		d.cfg.Log.Warn("claim shared queue", zap.String("pump_runtime_instance_id", pumpID), zap.Error(err))
@@ -189,6 +203,7 @@ func (d *Dispatcher) settle(ctx context.Context, cl store.Claim, pumpID string, 
 
 func (d *Dispatcher) queueDepth(ctx context.Context) {
 	if p, cl, err := d.st.QueueDepth(ctx); err == nil {
+		d.backlog.Store(p)
 		d.cfg.Metrics.Queue(p, cl)
 	}
 }
@@ -300,8 +315,13 @@ func (d *Dispatcher) reserve(ctx context.Context, run *messages.SharedRun, x *me
 	if !ok {
 		reason = ReasonNoFreeSlot
 	}
+	return reservationEntry(run, x, reason), ok, nil
+}
+
+// reservationEntry is the ledger record of a reservation attempt of run on x.
+func reservationEntry(run *messages.SharedRun, x *messages.CapacityDescriptor, reason string) *messages.LedgerEntry {
 	return &messages.LedgerEntry{Kind: messages.KindReservation, SharedRunId: run.SharedRunId, ExecutionId: run.ExecutionId,
-		RuntimeInstanceId: x.RuntimeInstanceId, TenantId: run.GetSnapshot().GetTenantId(), Reason: reason}, ok, nil
+		RuntimeInstanceId: x.RuntimeInstanceId, TenantId: run.GetSnapshot().GetTenantId(), Reason: reason}
 }
 
 // admissionEntry is the ledger record of a decision (listing only candidates the tenant may
