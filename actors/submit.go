@@ -64,7 +64,6 @@ func (n *Node) Submit(ctx context.Context, req SubmitRequest) (*messages.SharedR
 	if !created {
 		return existing, nil
 	}
-	n.env.ledger(ctx, submittedEntry(run))
 	return n.place(ctx, run, cmp.Or(req.Mode, n.env.cfg.SubmitMode))
 }
 
@@ -76,22 +75,25 @@ func (n *Node) Submit(ctx context.Context, req SubmitRequest) (*messages.SharedR
 // is durably assigned or queued before Submit returns.
 func (n *Node) place(ctx context.Context, run *messages.SharedRun, mode string) (*messages.SharedRun, error) {
 	pumpID := "direct-" + n.env.nodeID
-	switch {
-	case mode == SubmitDirect:
+	submitted := submittedEntry(run)
+	if mode == SubmitQueueFirst && !n.env.cfg.DisableHandOff {
+		// The "submitted" entry rides in the assignment's write, or is recorded below.
+		handed, err := n.plane.dispatcher.HandOff(ctx, run, pumpID, submitted)
+		if err != nil {
+			n.env.log.Warn("hand off", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
+		}
+		if handed {
+			return run, nil
+		}
+	}
+	n.env.ledger(ctx, submitted)
+	if mode == SubmitDirect {
 		out, err := n.plane.dispatcher.DispatchCreated(ctx, run, pumpID)
 		if err != nil {
 			n.env.log.Warn("direct dispatch", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
 		}
 		if out == controlplane.Done {
 			return n.GetRun(ctx, run.SharedRunId)
-		}
-	case !n.env.cfg.DisableHandOff:
-		handed, err := n.plane.dispatcher.HandOff(ctx, run, pumpID)
-		if err != nil {
-			n.env.log.Warn("hand off", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
-		}
-		if handed {
-			return run, nil
 		}
 	}
 	if err := n.env.st.Enqueue(ctx, run.SharedRunId); err != nil {

@@ -77,11 +77,14 @@ func (d *Dispatcher) settleFast(ctx context.Context, cl store.ClaimedRun, pumpID
 // run was assigned (and delivered or settled), false when the caller must enqueue it (no room
 // in the view, the store is no store.Assigner, or the run changed). It never parks, rejects or
 // records a wait: that stays the pump's. It blocks on store and provider I/O.
-func (d *Dispatcher) HandOff(ctx context.Context, run *messages.SharedRun, pumpID string) (bool, error) {
+//
+// pre are ledger entries that precede the decision's (the run's "submitted" entry): they are
+// written in the same call as the assignment, and not at all when it returns false.
+func (d *Dispatcher) HandOff(ctx context.Context, run *messages.SharedRun, pumpID string, pre ...*messages.LedgerEntry) (bool, error) {
 	if d.asg == nil || d.backlog.Load() > 0 {
 		return false, nil
 	}
-	_, assigned, err := d.dispatchVersioned(ctx, run, store.CreatedRunVersion, pumpID, true)
+	_, assigned, err := d.dispatchVersioned(ctx, run, store.CreatedRunVersion, pumpID, true, pre...)
 	return assigned, err
 }
 
@@ -99,7 +102,8 @@ func (d *Dispatcher) DispatchCreated(ctx context.Context, run *messages.SharedRu
 // dispatchVersioned decides for run (read at version ver) and carries the decision out. With
 // onlyAssign, a decision other than an assignment on the cached view changes nothing and
 // returns Requeue. It reports whether this call assigned the run.
-func (d *Dispatcher) dispatchVersioned(ctx context.Context, run *messages.SharedRun, ver int64, pumpID string, onlyAssign bool) (Outcome, bool, error) {
+func (d *Dispatcher) dispatchVersioned(ctx context.Context, run *messages.SharedRun, ver int64, pumpID string, onlyAssign bool,
+	pre ...*messages.LedgerEntry) (Outcome, bool, error) {
 	if run == nil || run.Status != messages.RunQueued {
 		return Done, false, nil // gone, or already dispatched, parked or final: a stale queue entry
 	}
@@ -111,7 +115,7 @@ func (d *Dispatcher) dispatchVersioned(ctx context.Context, run *messages.Shared
 	if err != nil {
 		return Requeue, false, err
 	}
-	f := fastDecision{d: d, run: run, ver: ver, t: t, pumpID: pumpID, pending: -1}
+	f := fastDecision{d: d, run: run, ver: ver, t: t, pumpID: pumpID, pending: -1, pre: pre}
 	for try := 0; try < maxAssignTries; try++ {
 		out, assigned, next, err := f.step(ctx, onlyAssign)
 		if !next {
@@ -132,6 +136,7 @@ type fastDecision struct {
 	fresh   bool                    // the view was read from the store for this dispatch
 	pending int                     // pending scale-outs, once read (-1: not read)
 	full    []*messages.LedgerEntry // refused reservations, recorded with the last decision
+	pre     []*messages.LedgerEntry // entries written with the assignment only (HandOff)
 }
 
 // step takes one decision and carries it out; next reports that another decision is needed.
@@ -160,7 +165,7 @@ func (f *fastDecision) step(ctx context.Context, onlyAssign bool) (out Outcome, 
 	admitted := admissionEntry(f.run, dec)
 	resv := reservationEntry(f.run, x, "reserved")
 	res, held, err := d.asg.Assign(ctx, store.Assignment{Run: upd, Version: f.ver, InstanceID: x.RuntimeInstanceId,
-		Limit: int(x.MaxConcurrentRuns), TTL: d.cfg.ReservationTTL, Ledger: append(f.full, admitted, resv)})
+		Limit: int(x.MaxConcurrentRuns), TTL: d.cfg.ReservationTTL, Ledger: append(append(f.pre[:len(f.pre):len(f.pre)], f.full...), admitted, resv)})
 	if err != nil {
 		return Requeue, false, false, fmt.Errorf("assign %s: %w", x.RuntimeInstanceId, err)
 	}
