@@ -56,7 +56,7 @@ type Config struct {
 	SubmitMode string
 	// DisableHandOff makes every queue-first submit go through the shared queue and the pump.
 	// Default false: a submit hands its run straight to an instance when the node's instance
-	// view shows tenant-visible free capacity and the queue had no backlog at the last cycle.
+	// view shows tenant-visible free capacity and the pump's last cycle left no run waiting.
 	DisableHandOff bool
 	// HeartbeatInterval is how often instances publish capacity. Default 1s.
 	HeartbeatInterval time.Duration

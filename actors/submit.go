@@ -69,8 +69,8 @@ func (n *Node) Submit(ctx context.Context, req SubmitRequest) (*messages.SharedR
 
 // place dispatches a stored run or queues it. SubmitDirect admits and dispatches it here,
 // queueing it when it stays queued. SubmitQueueFirst hands it straight to an instance when the
-// node's instance view shows tenant-visible free capacity and the shared queue had no backlog
-// at the pump's last cycle (the run record is durable before; the assignment is written
+// node's instance view shows tenant-visible free capacity and the pump's last cycle left no
+// run waiting for capacity (the run record is durable before; the assignment is written
 // atomically with the slot); otherwise it enqueues it and wakes the pump. Either way the run
 // is durably assigned or queued before Submit returns.
 func (n *Node) place(ctx context.Context, run *messages.SharedRun, mode string) (*messages.SharedRun, error) {

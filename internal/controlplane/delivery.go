@@ -75,7 +75,7 @@ func (d *Dispatcher) deliverMarked(ctx context.Context, upd *messages.SharedRun,
 	// The execution records the local run id when it starts (it marks the run running).
 	if res.GetOk() {
 		entry.Kind = messages.KindDispatch
-		d.cfg.Ledger.Record(ctx, append(pre, entry)...)
+		d.recordOutcome(ctx, append(pre, entry)...)
 		return Done, nil
 	}
 	entry.Kind = messages.KindDispatchFailed

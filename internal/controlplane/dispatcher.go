@@ -126,8 +126,8 @@ type Dispatcher struct {
 	cfg  DispatcherConfig
 	asg  store.Assigner // st's one-call dispatch capability, or nil (see fastpath.go)
 	view *instanceView
-	// backlog is the pending queue depth the last cycle saw: a hand-off never overtakes it.
-	backlog atomic.Int64
+	// waiting is set when the last cycle left claimed runs queued: no hand-off overtakes them.
+	waiting atomic.Bool
 }
 
 // NewDispatcher returns a dispatcher over st.
@@ -203,7 +203,6 @@ func (d *Dispatcher) settle(ctx context.Context, cl store.Claim, pumpID string, 
 
 func (d *Dispatcher) queueDepth(ctx context.Context) {
 	if p, cl, err := d.st.QueueDepth(ctx); err == nil {
-		d.backlog.Store(p)
 		d.cfg.Metrics.Queue(p, cl)
 	}
 }

@@ -47,6 +47,7 @@ func (d *Dispatcher) cycleFast(ctx context.Context, pumpID string) (claimed, set
 		}()
 	}
 	wg.Wait()
+	d.waiting.Store(int(done.Load()) < len(claims))
 	return len(claims), int(done.Load()), nil
 }
 
@@ -72,8 +73,9 @@ func (d *Dispatcher) settleFast(ctx context.Context, cl store.ClaimedRun, pumpID
 }
 
 // HandOff dispatches a run its caller has just created (store.CreatedRunVersion) without the
-// pump, when the instance view shows tenant-visible free capacity and the shared queue had no
-// pending backlog at the last cycle (a hand-off never overtakes queued runs): it reports true when the
+// pump, when the instance view shows tenant-visible free capacity and the pump's last cycle
+// left no run waiting (a hand-off never overtakes runs that wait for capacity; it may pass
+// runs that are only not claimed yet, which the next cycle dispatches anyway): it reports true when the
 // run was assigned (and delivered or settled), false when the caller must enqueue it (no room
 // in the view, the store is no store.Assigner, or the run changed). It never parks, rejects or
 // records a wait: that stays the pump's. It blocks on store and provider I/O.
@@ -81,7 +83,7 @@ func (d *Dispatcher) settleFast(ctx context.Context, cl store.ClaimedRun, pumpID
 // pre are ledger entries that precede the decision's (the run's "submitted" entry): they are
 // written in the same call as the assignment, and not at all when it returns false.
 func (d *Dispatcher) HandOff(ctx context.Context, run *messages.SharedRun, pumpID string, pre ...*messages.LedgerEntry) (bool, error) {
-	if d.asg == nil || d.backlog.Load() > 0 {
+	if d.asg == nil || d.waiting.Load() {
 		return false, nil
 	}
 	_, assigned, err := d.dispatchVersioned(ctx, run, store.CreatedRunVersion, pumpID, true, pre...)
