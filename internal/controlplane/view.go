@@ -25,10 +25,11 @@ type instanceView struct {
 	ttl time.Duration
 	now func() time.Time
 
-	mu       sync.Mutex // guards insts, reserved and at
-	insts    []*messages.CapacityDescriptor
-	reserved map[string]int
-	at       time.Time
+	mu        sync.Mutex // guards insts, reserved, at and reloading
+	insts     []*messages.CapacityDescriptor
+	reserved  map[string]int
+	at        time.Time
+	reloading bool // a caller is reading the view from the store
 }
 
 func newInstanceView(st viewStore, ttl time.Duration, now func() time.Time) *instanceView {
@@ -39,12 +40,20 @@ func newInstanceView(st viewStore, ttl time.Duration, now func() time.Time) *ins
 // descriptors are shared and must not be modified). fresh forces a read from the store.
 func (v *instanceView) get(ctx context.Context, fresh bool) ([]*messages.CapacityDescriptor, map[string]int, error) {
 	v.mu.Lock()
-	if !fresh && v.reserved != nil && v.now().Sub(v.at) < v.ttl {
+	// While one caller reloads an expired view, the others keep deciding on the old one (one
+	// reload at a time, not one per concurrent dispatch).
+	if !fresh && v.reserved != nil && (v.now().Sub(v.at) < v.ttl || v.reloading) {
 		insts, reserved := v.insts, maps.Clone(v.reserved)
 		v.mu.Unlock()
 		return insts, reserved, nil
 	}
+	v.reloading = true
 	v.mu.Unlock()
+	defer func() {
+		v.mu.Lock()
+		v.reloading = false
+		v.mu.Unlock()
+	}()
 	at := v.now()
 	insts, err := v.st.ListInstances(ctx)
 	if err != nil {
