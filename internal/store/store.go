@@ -272,6 +272,11 @@ type InstanceRecords interface {
 // later write of the run increments it).
 const CreatedRunVersion int64 = 1
 
+// NewRunVersion is the Assignment.Version of a run that does not exist yet: Assign creates it
+// (at CreatedRunVersion, indexed like CreateRun, without an idempotency key) with the
+// assignment, or creates nothing.
+const NewRunVersion int64 = 0
+
 // ClaimedRun is one claimed queue item with the run it names, read in the same call.
 type ClaimedRun struct {
 	Claim
@@ -288,7 +293,8 @@ type Assignment struct {
 	Run *messages.SharedRun
 	// Version is the record version the caller read Run at (ClaimedRun.Version, or
 	// CreatedRunVersion for a run the caller just created). The write happens only while the
-	// stored run is still at that version.
+	// stored run is still at that version; NewRunVersion creates the run (RunChanged when its
+	// id is taken; a run with an IdempotencyKey must be created by CreateRun).
 	Version int64
 	// InstanceID is the instance whose slot the run takes; Limit its slot count.
 	InstanceID string

@@ -103,12 +103,16 @@ func (s *Store) Assign(ctx context.Context, a store.Assignment) (store.AssignRes
 func (s *Store) assignTx(tx *bolt.Tx, a store.Assignment) (store.AssignResult, int, error) {
 	id := a.Run.GetSharedRunId()
 	now := s.nowNanos()
+	if a.Version == store.NewRunVersion && a.Run.GetIdempotencyKey() != "" {
+		return 0, 0, fmt.Errorf("boltstore: assign %s: a run with an idempotency key is created by CreateRun", id)
+	}
 	cur := &messages.SharedRun{}
 	ok, err := get(tx, bRuns, []byte(id), cur)
 	if err != nil {
 		return 0, 0, err
 	}
-	if !ok || runVersion(tx, id) != a.Version {
+	create := a.Version == store.NewRunVersion
+	if ok == create || (!create && runVersion(tx, id) != a.Version) {
 		_, live, err := holdSlot(tx, now, a.InstanceID, "", 0, 0)
 		return store.RunChanged, live, err
 	}
@@ -118,19 +122,10 @@ func (s *Store) assignTx(tx *bolt.Tx, a store.Assignment) (store.AssignResult, i
 	}
 	r := proto.Clone(a.Run).(*messages.SharedRun)
 	r.UpdatedAt = now
-	if oldIdx, newIdx := createdKey(cur), createdKey(r); !bytes.Equal(oldIdx, newIdx) {
-		idx := tx.Bucket(bRunsCreated)
-		if err := idx.Delete(oldIdx); err != nil {
-			return 0, 0, fmt.Errorf("reindex run %s: %w", id, err)
-		}
-		if err := idx.Put(newIdx, nil); err != nil {
-			return 0, 0, fmt.Errorf("reindex run %s: %w", id, err)
-		}
+	if r.CreatedAt == 0 {
+		r.CreatedAt = now
 	}
-	if err := put(tx, bRuns, []byte(id), r); err != nil {
-		return 0, 0, err
-	}
-	if err := bumpRunVersion(tx, id); err != nil {
+	if err := writeAssignedRun(tx, cur, r, create); err != nil {
 		return 0, 0, err
 	}
 	if err := dropQueueItem(tx, id); err != nil {
@@ -144,6 +139,30 @@ func (s *Store) assignTx(tx *bolt.Tx, a store.Assignment) (store.AssignResult, i
 		}
 	}
 	return store.Assigned, live, nil
+}
+
+// writeAssignedRun stores r over cur (or as a new run, version CreatedRunVersion, with create),
+// keeping the creation index and the record version.
+func writeAssignedRun(tx *bolt.Tx, cur, r *messages.SharedRun, create bool) error {
+	id := r.SharedRunId
+	idx := tx.Bucket(bRunsCreated)
+	if oldIdx, newIdx := createdKey(cur), createdKey(r); create || !bytes.Equal(oldIdx, newIdx) {
+		if !create {
+			if err := idx.Delete(oldIdx); err != nil {
+				return fmt.Errorf("reindex run %s: %w", id, err)
+			}
+		}
+		if err := idx.Put(newIdx, nil); err != nil {
+			return fmt.Errorf("index run %s: %w", id, err)
+		}
+	}
+	if err := put(tx, bRuns, []byte(id), r); err != nil {
+		return err
+	}
+	if create {
+		return nil
+	}
+	return bumpRunVersion(tx, id)
 }
 
 // dropQueueItem removes runID's queue entry, pending or claimed by any pump.

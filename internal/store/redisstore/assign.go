@@ -51,24 +51,37 @@ const (
 )
 
 // scriptAssign is the dispatch decision's write: version check, slot reservation under the
-// limit, run write, queue entry removal and ledger appends, all or nothing.
+// limit, run write, queue entry removal and ledger appends, all or nothing. Expected version
+// '0' creates the run (it must not exist) and indexes it as scriptCreateRun does.
 // KEYS[1] run hash, KEYS[2] holds zset, KEYS[3] pending zset, KEYS[4] claimed zset,
-// KEYS[5] token hash, KEYS[6] ledger list. ARGV[1] expected ver, ARGV[2] run pb, ARGV[3] now,
-// ARGV[4] hold deadline, ARGV[5] run id, ARGV[6] limit, ARGV[7..] ledger entry pbs.
+// KEYS[5] token hash, KEYS[6] ledger list, KEYS[7] all-runs index, KEYS[8] tenant index.
+// ARGV[1] expected ver, ARGV[2] run pb, ARGV[3] now, ARGV[4] hold deadline, ARGV[5] run id,
+// ARGV[6] limit, ARGV[7] created_at score, ARGV[8..] ledger entry pbs.
 // Returns {code, live holds}: code 0 assigned, 1 full, 2 run changed.
 var scriptAssign = redis.NewScript(`
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[3])
-if redis.call('HGET', KEYS[1], 'ver') ~= ARGV[1] then return {2, redis.call('ZCARD', KEYS[2])} end
+local create = ARGV[1] == '0'
+if create then
+  if redis.call('EXISTS', KEYS[1]) == 1 then return {2, redis.call('ZCARD', KEYS[2])} end
+elseif redis.call('HGET', KEYS[1], 'ver') ~= ARGV[1] then
+  return {2, redis.call('ZCARD', KEYS[2])}
+end
 if not redis.call('ZSCORE', KEYS[2], ARGV[5]) and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[6]) then
   return {1, redis.call('ZCARD', KEYS[2])}
 end
 redis.call('ZADD', KEYS[2], ARGV[4], ARGV[5])
-redis.call('HSET', KEYS[1], 'pb', ARGV[2])
-redis.call('HINCRBY', KEYS[1], 'ver', 1)
+if create then
+  redis.call('HSET', KEYS[1], 'pb', ARGV[2], 'ver', '1')
+  redis.call('ZADD', KEYS[7], ARGV[7], ARGV[5])
+  redis.call('ZADD', KEYS[8], ARGV[7], ARGV[5])
+else
+  redis.call('HSET', KEYS[1], 'pb', ARGV[2])
+  redis.call('HINCRBY', KEYS[1], 'ver', 1)
+end
 redis.call('ZREM', KEYS[3], ARGV[5])
 redis.call('ZREM', KEYS[4], ARGV[5])
 redis.call('HDEL', KEYS[5], ARGV[5])
-for i = 7, #ARGV do redis.call('RPUSH', KEYS[6], ARGV[i]) end
+for i = 8, #ARGV do redis.call('RPUSH', KEYS[6], ARGV[i]) end
 return {0, redis.call('ZCARD', KEYS[2])}
 `)
 
@@ -140,15 +153,21 @@ func (s *Store) Assign(ctx context.Context, a store.Assignment) (store.AssignRes
 	if id == "" || a.InstanceID == "" {
 		return 0, 0, fmt.Errorf("redisstore: assign: empty run or instance id")
 	}
+	if a.Version == store.NewRunVersion && a.Run.GetIdempotencyKey() != "" {
+		return 0, 0, fmt.Errorf("redisstore: assign %s: a run with an idempotency key is created by CreateRun", id)
+	}
 	r := proto.Clone(a.Run).(*messages.SharedRun)
 	now := s.now()
 	r.UpdatedAt = now.UnixNano()
+	if r.CreatedAt == 0 {
+		r.CreatedAt = r.UpdatedAt
+	}
 	pb, err := marshal("run", r)
 	if err != nil {
 		return 0, 0, err
 	}
-	args := make([]any, 0, 6+len(a.Ledger))
-	args = append(args, a.Version, pb, micros(now), micros(now.Add(a.TTL)), id, a.Limit)
+	args := make([]any, 0, 7+len(a.Ledger))
+	args = append(args, a.Version, pb, micros(now), micros(now.Add(a.TTL)), id, a.Limit, r.CreatedAt)
 	for _, le := range a.Ledger {
 		e := proto.Clone(le).(*messages.LedgerEntry)
 		e.SharedRunId, e.Seq = id, 0
@@ -161,7 +180,8 @@ func (s *Store) Assign(ctx context.Context, a store.Assignment) (store.AssignRes
 		}
 		args = append(args, b)
 	}
-	keys := []string{s.runKey(id), s.resvKey(a.InstanceID), s.qPending(), s.qClaimed(), s.qTokens(), s.ledgerKey(id)}
+	keys := []string{s.runKey(id), s.resvKey(a.InstanceID), s.qPending(), s.qClaimed(), s.qTokens(), s.ledgerKey(id),
+		s.runsIndex(), s.tenantRunsIndex(r.TenantId)}
 	res, err := s.runScript(ctx, "assign "+id+" to "+a.InstanceID, scriptAssign, keys, args...)
 	if err != nil {
 		return 0, 0, err

@@ -18,6 +18,7 @@ var assignTests = []contractTest{
 	{"Assign_concurrentWithinCapacity", testAssignConcurrent},
 	{"Assign_notTwice", testAssignNotTwice},
 	{"Assign_changedRun", testAssignChangedRun},
+	{"Assign_createsRun", testAssignCreatesRun},
 }
 
 // assigner returns e's store as a store.Assigner, or skips the test.
@@ -41,7 +42,7 @@ func queuedRun(t *testing.T, e *env, id string) *messages.SharedRun {
 
 // assignment is the dispatch of r to inst (limit slots) at version ver.
 func assignment(r *messages.SharedRun, inst string, limit int, ver int64) store.Assignment {
-	upd := &messages.SharedRun{SharedRunId: r.SharedRunId, TenantId: r.TenantId, Pipeline: r.Pipeline, CreatedAt: r.CreatedAt,
+	upd := &messages.SharedRun{SharedRunId: r.SharedRunId, TenantId: r.TenantId, Pipeline: r.Pipeline, CreatedAt: r.CreatedAt, IdempotencyKey: r.IdempotencyKey,
 		Status: messages.RunDispatched, AssignedRuntimeInstanceId: inst, Attempts: r.Attempts + 1}
 	return store.Assignment{Run: upd, Version: ver, InstanceID: inst, Limit: limit, TTL: time.Minute,
 		Ledger: []*messages.LedgerEntry{{Kind: messages.KindAdmission, Reason: "assign"}, {Kind: messages.KindReservation, Reason: "reserved"}}}
@@ -207,4 +208,37 @@ func testAssignChangedRun(t *testing.T, e *env) {
 	res, _, err = a.Assign(e.ctx, assignment(&messages.SharedRun{SharedRunId: "missing"}, "i1", 10, store.CreatedRunVersion))
 	noErr(t, err)
 	equal(t, "missing run", res, store.RunChanged)
+}
+
+func testAssignCreatesRun(t *testing.T, e *env) {
+	a := assigner(t, e)
+	res, _, err := a.Assign(e.ctx, assignment(run("r1", "t1"), "i1", 1, store.NewRunVersion))
+	noErr(t, err)
+	equal(t, "result", res, store.Assigned)
+	got, ver, err := a.GetRunVersion(e.ctx, "r1")
+	noErr(t, err)
+	equal(t, "status", got.Status, messages.RunDispatched)
+	equal(t, "version", ver, store.CreatedRunVersion)
+	equal(t, "CreatedAt", got.CreatedAt, epoch.UnixNano())
+	list, err := e.st.ListRuns(e.ctx, store.RunFilter{TenantID: "t1"})
+	noErr(t, err)
+	equal(t, "listed", len(list), 1)
+	led, err := e.st.ReadLedger(e.ctx, "r1", 0, 0)
+	noErr(t, err)
+	equal(t, "ledger entries", len(led), 2)
+	// The instance is full: the new run is not created at all.
+	res, _, err = a.Assign(e.ctx, assignment(run("r2", "t1"), "i1", 1, store.NewRunVersion))
+	noErr(t, err)
+	equal(t, "full", res, store.InstanceFull)
+	_, err = e.st.GetRun(e.ctx, "r2")
+	isErr(t, err, store.ErrNotFound)
+	// A taken id is not overwritten.
+	res, _, err = a.Assign(e.ctx, assignment(run("r1", "t1"), "i2", 1, store.NewRunVersion))
+	noErr(t, err)
+	equal(t, "taken id", res, store.RunChanged)
+	withKey := run("r3", "t1")
+	withKey.IdempotencyKey = "k"
+	if _, _, err := a.Assign(e.ctx, assignment(withKey, "i2", 1, store.NewRunVersion)); err == nil {
+		t.Fatal("a run with an idempotency key was created by Assign")
+	}
 }
