@@ -34,9 +34,11 @@ type SubmitRequest struct {
 // it. A repeated IdempotencyKey of the same tenant returns the first run.
 //
 // The steps, in order: validate the request and resolve the pipeline; read the tenant's
-// settings; admit through the tenant scope (last seen, cold start, suspension); create the run;
-// record it in the ledger; then dispatch it at once (SubmitDirect) or enqueue it and wake the
-// pump. Errors: ErrStopped, ErrBadInput, ErrUnknownPipeline, ErrTenantSuspended, ErrNoCapacity,
+// settings; admit through the tenant scope (last seen, cold start, suspension); then, for a
+// queue-first submit on a node whose instance view shows room (Dispatcher.HandOff), create the
+// run already assigned, with its ledger entries, in one store call and deliver it; otherwise
+// create the run, record it in the ledger, and dispatch it at once (SubmitDirect) or enqueue
+// it and wake the pump. No run is acknowledged before it is durably assigned or queued. Errors: ErrStopped, ErrBadInput, ErrUnknownPipeline, ErrTenantSuspended, ErrNoCapacity,
 // or a store failure. It blocks on store I/O and, for a cold start, on capacity.
 func (n *Node) Submit(ctx context.Context, req SubmitRequest) (*messages.SharedRun, error) {
 	if n.stopping.Load() {
@@ -57,28 +59,10 @@ func (n *Node) Submit(ctx context.Context, req SubmitRequest) (*messages.SharedR
 		return nil, admitError(err, t.TenantId)
 	}
 	run := newRun(req, t, cp, n.env.now().UnixNano())
-	existing, created, err := n.env.st.CreateRun(ctx, run)
-	if err != nil {
-		return nil, fmt.Errorf("create run: %w", err)
-	}
-	if !created {
-		return existing, nil
-	}
-	return n.place(ctx, run, cmp.Or(req.Mode, n.env.cfg.SubmitMode))
-}
-
-// place dispatches a stored run or queues it. SubmitDirect admits and dispatches it here,
-// queueing it when it stays queued. SubmitQueueFirst hands it straight to an instance when the
-// node's instance view shows tenant-visible free capacity and the pump's last cycle left no
-// run waiting for capacity (the run record is durable before; the assignment is written
-// atomically with the slot); otherwise it enqueues it and wakes the pump. Either way the run
-// is durably assigned or queued before Submit returns.
-func (n *Node) place(ctx context.Context, run *messages.SharedRun, mode string) (*messages.SharedRun, error) {
-	pumpID := "direct-" + n.env.nodeID
-	submitted := submittedEntry(run)
+	mode := cmp.Or(req.Mode, n.env.cfg.SubmitMode)
 	if mode == SubmitQueueFirst && !n.env.cfg.DisableHandOff {
-		// The "submitted" entry rides in the assignment's write, or is recorded below.
-		handed, err := n.plane.dispatcher.HandOff(ctx, run, pumpID, submitted)
+		// One store call creates the run already assigned, with its "submitted" entry.
+		handed, err := n.plane.dispatcher.HandOff(ctx, run, "direct-"+n.env.nodeID, submittedEntry(run))
 		if err != nil {
 			n.env.log.Warn("hand off", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
 		}
@@ -86,9 +70,23 @@ func (n *Node) place(ctx context.Context, run *messages.SharedRun, mode string) 
 			return run, nil
 		}
 	}
-	n.env.ledger(ctx, submitted)
+	existing, created, err := n.env.st.CreateRun(ctx, run)
+	if err != nil {
+		return nil, fmt.Errorf("create run: %w", err)
+	}
+	if !created {
+		return existing, nil
+	}
+	return n.place(ctx, run, mode)
+}
+
+// place dispatches a stored run or queues it: SubmitDirect admits and dispatches it here,
+// queueing it when it stays queued; otherwise it is enqueued and the pump woken. Either way
+// the run is durably assigned or queued before Submit returns.
+func (n *Node) place(ctx context.Context, run *messages.SharedRun, mode string) (*messages.SharedRun, error) {
+	n.env.ledger(ctx, submittedEntry(run))
 	if mode == SubmitDirect {
-		out, err := n.plane.dispatcher.DispatchCreated(ctx, run, pumpID)
+		out, err := n.plane.dispatcher.DispatchCreated(ctx, run, "direct-"+n.env.nodeID)
 		if err != nil {
 			n.env.log.Warn("direct dispatch", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
 		}

@@ -136,8 +136,13 @@ func NewDispatcher(st DispatcherStore, cfg DispatcherConfig) (*Dispatcher, error
 		return nil, err
 	}
 	d := &Dispatcher{st: st, cfg: cfg.withDefaults()}
-	d.asg, _ = st.(store.Assigner)
-	d.view = newInstanceView(st, d.cfg.ViewTTL, d.cfg.Now)
+	if asg, ok := st.(store.Assigner); ok {
+		d.asg = asg
+		d.view = newInstanceView(struct {
+			store.Assigner
+			store.Reservations
+		}{asg, st}, d.cfg.ViewTTL, d.cfg.Now)
+	}
 	return d, nil
 }
 

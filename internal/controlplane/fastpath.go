@@ -72,21 +72,21 @@ func (d *Dispatcher) settleFast(ctx context.Context, cl store.ClaimedRun, pumpID
 	return out
 }
 
-// HandOff dispatches a run its caller has just created (store.CreatedRunVersion) without the
-// pump, when the instance view shows tenant-visible free capacity and the pump's last cycle
-// left no run waiting (a hand-off never overtakes runs that wait for capacity; it may pass
-// runs that are only not claimed yet, which the next cycle dispatches anyway): it reports true when the
-// run was assigned (and delivered or settled), false when the caller must enqueue it (no room
-// in the view, the store is no store.Assigner, or the run changed). It never parks, rejects or
-// records a wait: that stays the pump's. It blocks on store and provider I/O.
-//
-// pre are ledger entries that precede the decision's (the run's "submitted" entry): they are
-// written in the same call as the assignment, and not at all when it returns false.
+// HandOff dispatches a new run, one its caller has not stored yet, without the pump: when the
+// instance view shows tenant-visible free capacity and the pump's last cycle left no run
+// waiting (a hand-off never overtakes runs that wait for capacity; it may pass runs that are
+// only not claimed yet, which the next cycle dispatches anyway), one Assign call creates the
+// run already assigned, holds its slot and appends pre (the run's "submitted" entry) and the
+// decision's entries; the run is then delivered. It reports true when the run was assigned,
+// false when nothing was written and the caller must create and queue the run (no room in
+// the view, the store is no store.Assigner, or a run with an idempotency key, which CreateRun
+// handles). It never parks, rejects or records a wait: that stays the pump's. It blocks on
+// store and provider I/O.
 func (d *Dispatcher) HandOff(ctx context.Context, run *messages.SharedRun, pumpID string, pre ...*messages.LedgerEntry) (bool, error) {
-	if d.asg == nil || d.waiting.Load() {
+	if d.asg == nil || d.waiting.Load() || run.IdempotencyKey != "" || run.GetSnapshot().GetTenantId() == "" {
 		return false, nil
 	}
-	_, assigned, err := d.dispatchVersioned(ctx, run, store.CreatedRunVersion, pumpID, true, pre...)
+	_, assigned, err := d.dispatchVersioned(ctx, run, store.NewRunVersion, pumpID, true, pre...)
 	return assigned, err
 }
 
@@ -139,6 +139,8 @@ type fastDecision struct {
 	pending int                     // pending scale-outs, once read (-1: not read)
 	full    []*messages.LedgerEntry // refused reservations, recorded with the last decision
 	pre     []*messages.LedgerEntry // entries written with the assignment only (HandOff)
+	// versions are the registry versions of the view the last decision was taken on.
+	versions map[string]int64
 }
 
 // step takes one decision and carries it out; next reports that another decision is needed.
@@ -167,7 +169,7 @@ func (f *fastDecision) step(ctx context.Context, onlyAssign bool) (out Outcome, 
 	admitted := admissionEntry(f.run, dec)
 	resv := reservationEntry(f.run, x, "reserved")
 	res, held, err := d.asg.Assign(ctx, store.Assignment{Run: upd, Version: f.ver, InstanceID: x.RuntimeInstanceId,
-		Limit: int(x.MaxConcurrentRuns), TTL: d.cfg.ReservationTTL, Ledger: append(append(f.pre[:len(f.pre):len(f.pre)], f.full...), admitted, resv)})
+		InstanceVersion: f.versions[x.RuntimeInstanceId], Limit: int(x.MaxConcurrentRuns), TTL: d.cfg.ReservationTTL, Ledger: append(append(f.pre[:len(f.pre):len(f.pre)], f.full...), admitted, resv)})
 	if err != nil {
 		return Requeue, false, false, fmt.Errorf("assign %s: %w", x.RuntimeInstanceId, err)
 	}
@@ -178,6 +180,11 @@ func (f *fastDecision) step(ctx context.Context, onlyAssign bool) (out Outcome, 
 	case store.InstanceFull:
 		// The next decision sees the instance without a free slot (the view says so now).
 		f.full = append(f.full, admitted, reservationEntry(f.run, x, ReasonNoFreeSlot))
+		return Requeue, false, true, nil
+	case store.InstanceChanged:
+		// The instance published since the view was read (paused, drained, resized): decide
+		// again on a fresh view.
+		f.fresh = true
 		return Requeue, false, true, nil
 	}
 	run, ver, err := d.asg.GetRunVersion(ctx, f.run.SharedRunId)
@@ -194,10 +201,12 @@ func (f *fastDecision) step(ctx context.Context, onlyAssign bool) (out Outcome, 
 // decide asks admission on the instance view (fresh when f.fresh).
 func (f *fastDecision) decide(ctx context.Context) (admission.Decision, []*messages.CapacityDescriptor, error) {
 	d := f.d
-	insts, reserved, err := d.view.get(ctx, f.fresh)
+	v, err := d.view.get(ctx, f.fresh)
 	if err != nil {
 		return admission.Decision{}, nil, err
 	}
+	f.versions = v.versions
+	insts, reserved := v.insts, v.reserved
 	insts = d.cfg.Circuits.Overlay(insts, d.cfg.Now())
 	if d.cfg.Members != nil {
 		insts = MemberOverlay(insts, d.cfg.Members())

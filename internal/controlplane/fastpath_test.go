@@ -15,8 +15,9 @@ import (
 )
 
 // TestDispatcher_HandOff_staleViewsNeverOverCommit: two control planes whose instance views
-// both show the one-slot instance free hand off two runs at once: one is assigned, the other
-// is not (its caller queues it), and the instance never holds two runs.
+// both show the one-slot instance free hand off two new runs at once: at most one is created
+// assigned, the other is not stored at all (its caller creates and queues it), and the
+// instance never holds two runs.
 func TestDispatcher_HandOff_staleViewsNeverOverCommit(t *testing.T) {
 	ctx := testCtx(t)
 	st := openStore(t)
@@ -29,8 +30,6 @@ func TestDispatcher_HandOff_staleViewsNeverOverCommit(t *testing.T) {
 		for i, p := range cps {
 			run := &messages.SharedRun{SharedRunId: fmt.Sprintf("r%d-%d", round, i), TenantId: "acme", Status: messages.RunQueued,
 				Snapshot: &messages.ExecutionContextSnapshot{TenantId: "acme"}}
-			_, _, err := st.CreateRun(ctx, run)
-			require.NoError(t, err)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -43,6 +42,14 @@ func TestDispatcher_HandOff_staleViewsNeverOverCommit(t *testing.T) {
 		n, err := st.ReservationCount(ctx, "acme-runtime-1")
 		require.NoError(t, err)
 		require.False(t, handed[0] && handed[1], "round %d: two hand-offs to one slot", round)
+		for i := range cps {
+			_, err := st.GetRun(ctx, fmt.Sprintf("r%d-%d", round, i))
+			if handed[i] {
+				require.NoError(t, err)
+			} else {
+				require.ErrorIs(t, err, store.ErrNotFound, "a run not handed off is not stored by HandOff")
+			}
+		}
 		if handed[0] || handed[1] {
 			require.Equal(t, 1, n, "round %d", round)
 		} else {

@@ -12,8 +12,17 @@ import (
 
 // viewStore is what the instance view reads.
 type viewStore interface {
-	ListInstances(ctx context.Context) ([]*messages.CapacityDescriptor, error)
+	ListInstanceVersions(ctx context.Context) ([]*messages.CapacityDescriptor, []int64, error)
 	ReservationCount(ctx context.Context, instanceID string) (int, error)
+}
+
+// viewData is one read of the view: the registry, each descriptor's registry version and the
+// live reservation counts. The caller owns the maps; the descriptors are shared and must not
+// be modified.
+type viewData struct {
+	insts    []*messages.CapacityDescriptor
+	versions map[string]int64
+	reserved map[string]int
 }
 
 // instanceView is the dispatcher's cached registry and reservation counts, read at most once
@@ -25,8 +34,9 @@ type instanceView struct {
 	ttl time.Duration
 	now func() time.Time
 
-	mu        sync.Mutex // guards insts, reserved, at and reloading
+	mu        sync.Mutex // guards insts, versions, reserved, at and reloading
 	insts     []*messages.CapacityDescriptor
+	versions  map[string]int64
 	reserved  map[string]int
 	at        time.Time
 	reloading bool // a caller is reading the view from the store
@@ -36,16 +46,15 @@ func newInstanceView(st viewStore, ttl time.Duration, now func() time.Time) *ins
 	return &instanceView{st: st, ttl: ttl, now: now}
 }
 
-// get returns the registry and a copy of the reservation counts (the caller owns both; the
-// descriptors are shared and must not be modified). fresh forces a read from the store.
-func (v *instanceView) get(ctx context.Context, fresh bool) ([]*messages.CapacityDescriptor, map[string]int, error) {
+// get returns the view (see viewData). fresh forces a read from the store.
+func (v *instanceView) get(ctx context.Context, fresh bool) (viewData, error) {
 	v.mu.Lock()
 	// While one caller reloads an expired view, the others keep deciding on the old one (one
 	// reload at a time, not one per concurrent dispatch).
 	if !fresh && v.reserved != nil && (v.now().Sub(v.at) < v.ttl || v.reloading) {
-		insts, reserved := v.insts, maps.Clone(v.reserved)
+		out := viewData{insts: v.insts, versions: v.versions, reserved: maps.Clone(v.reserved)}
 		v.mu.Unlock()
-		return insts, reserved, nil
+		return out, nil
 	}
 	v.reloading = true
 	v.mu.Unlock()
@@ -55,24 +64,24 @@ func (v *instanceView) get(ctx context.Context, fresh bool) ([]*messages.Capacit
 		v.mu.Unlock()
 	}()
 	at := v.now()
-	insts, err := v.st.ListInstances(ctx)
+	insts, vers, err := v.st.ListInstanceVersions(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("list instances: %w", err)
+		return viewData{}, fmt.Errorf("list instances: %w", err)
 	}
-	reserved := make(map[string]int, len(insts))
-	for _, x := range insts {
+	out := viewData{insts: insts, versions: make(map[string]int64, len(insts)), reserved: make(map[string]int, len(insts))}
+	for i, x := range insts {
 		n, err := v.st.ReservationCount(ctx, x.RuntimeInstanceId)
 		if err != nil {
-			return nil, nil, fmt.Errorf("count reservations: %w", err)
+			return viewData{}, fmt.Errorf("count reservations: %w", err)
 		}
-		reserved[x.RuntimeInstanceId] = n
+		out.reserved[x.RuntimeInstanceId], out.versions[x.RuntimeInstanceId] = n, vers[i]
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if at.After(v.at) {
-		v.insts, v.reserved, v.at = insts, reserved, at
+		v.insts, v.versions, v.reserved, v.at = insts, out.versions, maps.Clone(out.reserved), at
 	}
-	return insts, maps.Clone(reserved), nil
+	return out, nil
 }
 
 // held records the live hold count of instanceID a reservation answered.

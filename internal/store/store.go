@@ -298,7 +298,12 @@ type Assignment struct {
 	Version int64
 	// InstanceID is the instance whose slot the run takes; Limit its slot count.
 	InstanceID string
-	Limit      int
+	// InstanceVersion is the registry version of the descriptor the decision was taken on
+	// (ListInstanceVersions): the write happens only while it is still the instance's live
+	// descriptor, so a decision on a view older than the instance's last publication (it was
+	// paused, drained, or its capacity changed) is refused. 0 skips the check.
+	InstanceVersion int64
+	Limit           int
 	// TTL bounds the slot hold until the instance refreshes it.
 	TTL time.Duration
 	// Ledger entries of the decision, appended to the run's ledger in the same write.
@@ -316,6 +321,9 @@ const (
 	InstanceFull
 	// RunChanged: the run was written since Version (or is gone); nothing was written.
 	RunChanged
+	// InstanceChanged: the instance published a new descriptor since InstanceVersion (or its
+	// entry expired); nothing was written.
+	InstanceChanged
 )
 
 func (r AssignResult) String() string {
@@ -326,6 +334,8 @@ func (r AssignResult) String() string {
 		return "instance-full"
 	case RunChanged:
 		return "run-changed"
+	case InstanceChanged:
+		return "instance-changed"
 	}
 	return "unknown"
 }
@@ -337,6 +347,9 @@ func (r AssignResult) String() string {
 type Assigner interface {
 	// ClaimRuns is Queue.Claim that also returns each claimed run and its record version.
 	ClaimRuns(ctx context.Context, pumpID string, max int, visibility time.Duration) ([]ClaimedRun, error)
+	// ListInstanceVersions is Registry.ListInstances with each descriptor's registry version
+	// (versions[i] is insts[i]'s; every PutInstance gives a new one).
+	ListInstanceVersions(ctx context.Context) (insts []*messages.CapacityDescriptor, versions []int64, err error)
 	// GetRunVersion returns a run and its record version, or ErrNotFound.
 	GetRunVersion(ctx context.Context, id string) (*messages.SharedRun, int64, error)
 	// Assign re-checks capacity and writes the assignment atomically: it holds a slot of

@@ -111,6 +111,13 @@ func (s *Store) assignTx(tx *bolt.Tx, a store.Assignment) (store.AssignResult, i
 	if err != nil {
 		return 0, 0, err
 	}
+	if a.InstanceVersion != 0 {
+		v := tx.Bucket(bInstances).Get([]byte(a.InstanceID))
+		if len(v) < 8 || decodeTime(v) != a.InstanceVersion || decodeTime(v) <= now {
+			_, live, err := holdSlot(tx, now, a.InstanceID, "", 0, 0)
+			return store.InstanceChanged, live, err
+		}
+	}
 	create := a.Version == store.NewRunVersion
 	if ok == create || (!create && runVersion(tx, id) != a.Version) {
 		_, live, err := holdSlot(tx, now, a.InstanceID, "", 0, 0)
@@ -178,4 +185,27 @@ func dropQueueItem(tx *bolt.Tx, runID string) error {
 		return fmt.Errorf("drop queue item %s: %w", runID, err)
 	}
 	return nil
+}
+
+// ListInstanceVersions lists the live instances with their registry deadlines (nanoseconds)
+// as versions. See store.Assigner.
+func (s *Store) ListInstanceVersions(ctx context.Context) ([]*messages.CapacityDescriptor, []int64, error) {
+	insts, vers := []*messages.CapacityDescriptor{}, []int64{}
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		now := s.nowNanos()
+		return tx.Bucket(bInstances).ForEach(func(k, v []byte) error {
+			d, err := decodeInstance(v, now)
+			if err != nil {
+				return fmt.Errorf("instance %s: %w", k, err)
+			}
+			if d != nil {
+				insts, vers = append(insts, d), append(vers, decodeTime(v))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, nil, wrap("list instance versions", "", err)
+	}
+	return insts, vers, nil
 }

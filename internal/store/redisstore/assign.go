@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"time"
 
@@ -48,18 +49,28 @@ const (
 	assignOK      = int64(store.Assigned)
 	assignFull    = int64(store.InstanceFull)
 	assignChanged = int64(store.RunChanged)
+
+	assignInstChanged = int64(store.InstanceChanged)
 )
 
 // scriptAssign is the dispatch decision's write: version check, slot reservation under the
 // limit, run write, queue entry removal and ledger appends, all or nothing. Expected version
 // '0' creates the run (it must not exist) and indexes it as scriptCreateRun does.
 // KEYS[1] run hash, KEYS[2] holds zset, KEYS[3] pending zset, KEYS[4] claimed zset,
-// KEYS[5] token hash, KEYS[6] ledger list, KEYS[7] all-runs index, KEYS[8] tenant index.
-// ARGV[1] expected ver, ARGV[2] run pb, ARGV[3] now, ARGV[4] hold deadline, ARGV[5] run id,
-// ARGV[6] limit, ARGV[7] created_at score, ARGV[8..] ledger entry pbs.
-// Returns {code, live holds}: code 0 assigned, 1 full, 2 run changed.
+// KEYS[5] token hash, KEYS[6] ledger list, KEYS[7] all-runs index, KEYS[8] tenant index,
+// KEYS[9] instance deadline zset. ARGV[1] expected ver, ARGV[2] run pb, ARGV[3] now,
+// ARGV[4] hold deadline, ARGV[5] run id, ARGV[6] limit, ARGV[7] created_at score,
+// ARGV[8] expected instance version (its registry deadline; '0' unchecked), ARGV[9] instance
+// id, ARGV[10..] ledger entry pbs.
+// Returns {code, live holds}: code 0 assigned, 1 full, 2 run changed, 3 instance changed.
 var scriptAssign = redis.NewScript(`
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[3])
+if ARGV[8] ~= '0' then
+  local dl = redis.call('ZSCORE', KEYS[9], ARGV[9])
+  if not dl or tonumber(dl) ~= tonumber(ARGV[8]) or tonumber(dl) <= tonumber(ARGV[3]) then
+    return {3, redis.call('ZCARD', KEYS[2])}
+  end
+end
 local create = ARGV[1] == '0'
 if create then
   if redis.call('EXISTS', KEYS[1]) == 1 then return {2, redis.call('ZCARD', KEYS[2])} end
@@ -81,7 +92,7 @@ end
 redis.call('ZREM', KEYS[3], ARGV[5])
 redis.call('ZREM', KEYS[4], ARGV[5])
 redis.call('HDEL', KEYS[5], ARGV[5])
-for i = 8, #ARGV do redis.call('RPUSH', KEYS[6], ARGV[i]) end
+for i = 10, #ARGV do redis.call('RPUSH', KEYS[6], ARGV[i]) end
 return {0, redis.call('ZCARD', KEYS[2])}
 `)
 
@@ -166,8 +177,8 @@ func (s *Store) Assign(ctx context.Context, a store.Assignment) (store.AssignRes
 	if err != nil {
 		return 0, 0, err
 	}
-	args := make([]any, 0, 7+len(a.Ledger))
-	args = append(args, a.Version, pb, micros(now), micros(now.Add(a.TTL)), id, a.Limit, r.CreatedAt)
+	args := make([]any, 0, 9+len(a.Ledger))
+	args = append(args, a.Version, pb, micros(now), micros(now.Add(a.TTL)), id, a.Limit, r.CreatedAt, a.InstanceVersion, a.InstanceID)
 	for _, le := range a.Ledger {
 		e := proto.Clone(le).(*messages.LedgerEntry)
 		e.SharedRunId, e.Seq = id, 0
@@ -181,7 +192,7 @@ func (s *Store) Assign(ctx context.Context, a store.Assignment) (store.AssignRes
 		args = append(args, b)
 	}
 	keys := []string{s.runKey(id), s.resvKey(a.InstanceID), s.qPending(), s.qClaimed(), s.qTokens(), s.ledgerKey(id),
-		s.runsIndex(), s.tenantRunsIndex(r.TenantId)}
+		s.runsIndex(), s.tenantRunsIndex(r.TenantId), s.instDeadlines()}
 	res, err := s.runScript(ctx, "assign "+id+" to "+a.InstanceID, scriptAssign, keys, args...)
 	if err != nil {
 		return 0, 0, err
@@ -193,7 +204,7 @@ func (s *Store) Assign(ctx context.Context, a store.Assignment) (store.AssignRes
 	code, _ := out[0].(int64)
 	held, _ := out[1].(int64)
 	switch code {
-	case assignOK, assignFull, assignChanged:
+	case assignOK, assignFull, assignChanged, assignInstChanged:
 		return store.AssignResult(code), int(held), nil
 	}
 	return 0, 0, fmt.Errorf("redisstore: assign %s: unexpected reply %v", id, res)
@@ -204,4 +215,60 @@ func maxInt(a, b int) int {
 		return a
 	}
 	return b
+}
+
+// scriptListInstances drops expired registry entries and returns the live ones with their
+// deadlines (their registry versions). KEYS[1] deadline zset. ARGV[1] now, ARGV[2] instance
+// key prefix. Returns a flat list id, deadline, pb or false, ...
+var scriptListInstances = redis.NewScript(`
+local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+for _, id in ipairs(gone) do
+  redis.call('ZREM', KEYS[1], id)
+  redis.call('DEL', ARGV[2] .. id)
+end
+local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[1], '+inf', 'WITHSCORES')
+local out = {}
+for i = 1, #live, 2 do
+  out[#out + 1] = live[i]
+  out[#out + 1] = live[i + 1]
+  out[#out + 1] = redis.call('GET', ARGV[2] .. live[i])
+end
+return out
+`)
+
+// ListInstanceVersions lists the live instances and their registry deadlines (microseconds)
+// as versions in one script. See store.Assigner.
+func (s *Store) ListInstanceVersions(ctx context.Context) ([]*messages.CapacityDescriptor, []int64, error) {
+	res, err := s.runScript(ctx, "list instance versions", scriptListInstances, []string{s.instDeadlines()}, s.nowMicros(), s.k("inst", ""))
+	if err != nil {
+		return nil, nil, err
+	}
+	flat, _ := res.([]any)
+	type item struct {
+		d   *messages.CapacityDescriptor
+		ver int64
+	}
+	items := make([]item, 0, len(flat)/3)
+	for i := 0; i+2 < len(flat); i += 3 {
+		dl, ok1 := asString(flat[i+1])
+		b, ok2 := asString(flat[i+2])
+		if !ok1 || !ok2 {
+			continue // deleted between the range and the read
+		}
+		ver, err := strconv.ParseInt(dl, 10, 64)
+		if err != nil {
+			return nil, nil, fmt.Errorf("redisstore: list instance versions: deadline %q: %w", dl, err)
+		}
+		d := &messages.CapacityDescriptor{}
+		if err := unmarshal("instance", []byte(b), d); err != nil {
+			return nil, nil, err
+		}
+		items = append(items, item{d, ver})
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].d.RuntimeInstanceId < items[j].d.RuntimeInstanceId })
+	insts, vers := make([]*messages.CapacityDescriptor, len(items)), make([]int64, len(items))
+	for i, it := range items {
+		insts[i], vers[i] = it.d, it.ver
+	}
+	return insts, vers, nil
 }

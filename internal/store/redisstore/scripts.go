@@ -296,5 +296,5 @@ var allScripts = []*redis.Script{
 	scriptCAS, scriptCASAppend, scriptCreateRun, scriptCreateVersioned, scriptEnqueue, scriptClaim, scriptAck,
 	scriptRelease, scriptReleaseOwner, scriptPutInstance, scriptGCInstances, scriptReserve, scriptRefresh, scriptCreateExecution,
 	scriptAcquireExecution, scriptFenceExecution, scriptUpdateExecution, scriptCommit, scriptAppend,
-	scriptAcquireLease, scriptReleaseLease, scriptClaimRuns, scriptAssign,
+	scriptAcquireLease, scriptReleaseLease, scriptClaimRuns, scriptAssign, scriptListInstances,
 }

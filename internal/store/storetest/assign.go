@@ -19,6 +19,7 @@ var assignTests = []contractTest{
 	{"Assign_notTwice", testAssignNotTwice},
 	{"Assign_changedRun", testAssignChangedRun},
 	{"Assign_createsRun", testAssignCreatesRun},
+	{"Assign_instanceChanged", testAssignInstanceChanged},
 }
 
 // assigner returns e's store as a store.Assigner, or skips the test.
@@ -241,4 +242,39 @@ func testAssignCreatesRun(t *testing.T, e *env) {
 	if _, _, err := a.Assign(e.ctx, assignment(withKey, "i2", 1, store.NewRunVersion)); err == nil {
 		t.Fatal("a run with an idempotency key was created by Assign")
 	}
+}
+
+func testAssignInstanceChanged(t *testing.T, e *env) {
+	a := assigner(t, e)
+	noErr(t, e.st.PutInstance(e.ctx, &messages.CapacityDescriptor{RuntimeInstanceId: "i1", CanAcceptRun: true}, time.Minute))
+	insts, vers, err := a.ListInstanceVersions(e.ctx)
+	noErr(t, err)
+	equal(t, "listed", len(insts), 1)
+	equal(t, "versions", len(vers), 1)
+	seen := vers[0]
+	// The instance publishes again (paused, say): a decision on the old descriptor is refused.
+	e.clock.Advance(time.Millisecond)
+	noErr(t, e.st.PutInstance(e.ctx, &messages.CapacityDescriptor{RuntimeInstanceId: "i1", IsQueuePaused: true}, time.Minute))
+	r := queuedRun(t, e, "r1")
+	as := assignment(r, "i1", 10, store.CreatedRunVersion)
+	as.InstanceVersion = seen
+	res, _, err := a.Assign(e.ctx, as)
+	noErr(t, err)
+	equal(t, "stale descriptor", res, store.InstanceChanged)
+	got, err := e.st.GetRun(e.ctx, "r1")
+	noErr(t, err)
+	equal(t, "status", got.Status, messages.RunQueued)
+	_, vers, err = a.ListInstanceVersions(e.ctx)
+	noErr(t, err)
+	as.InstanceVersion = vers[0]
+	res, _, err = a.Assign(e.ctx, as)
+	noErr(t, err)
+	equal(t, "current descriptor", res, store.Assigned)
+	// An expired entry is no longer current.
+	e.clock.Advance(2 * time.Minute)
+	as = assignment(queuedRun(t, e, "r2"), "i1", 10, store.CreatedRunVersion)
+	as.InstanceVersion = vers[0]
+	res, _, err = a.Assign(e.ctx, as)
+	noErr(t, err)
+	equal(t, "expired entry", res, store.InstanceChanged)
 }
