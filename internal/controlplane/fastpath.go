@@ -124,7 +124,9 @@ func (d *Dispatcher) dispatchVersioned(ctx context.Context, run *messages.Shared
 			return out, assigned, err
 		}
 	}
-	d.wait(ctx, f.run, ReasonNoFreeSlot, f.full...)
+	if !onlyAssign { // a hand-off's run may not be stored: its caller queues it, nothing to note
+		d.wait(ctx, f.run, ReasonNoFreeSlot, f.full...)
+	}
 	return Requeue, false, nil
 }
 
