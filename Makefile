@@ -31,6 +31,7 @@ bench: ## run the Go benchmarks (about 5 minutes on 2 cores) and print their sta
 	$(GO) test -run '^$$' -bench 'BenchmarkFairShare' -benchtime 50x -timeout 5m ./actors
 	$(GO) test -run '^$$' -bench 'BenchmarkInFlightMemory' -benchtime 1x -timeout 8m ./actors
 	$(GO) test -run '^$$' -bench 'BenchmarkHTTPRuns3Step' -benchtime 3000x -timeout 5m ./internal/api
+	$(GO) test -run '^$$' -bench 'BenchmarkRunLatency' -benchtime 1000x -timeout 5m ./internal/api
 	$(GO) test -run '^$$' -bench 'BenchmarkClusterMessages' -benchtime 200000x -timeout 5m ./cluster
 	$(GO) test -run '^$$' -bench 'BenchmarkScaleOut|BenchmarkSSEFanout|BenchmarkClusterRecovery' -benchtime 1x -timeout 8m ./cmd/dair
 	$(GO) test -run '^$$' -bench 'BenchmarkSubmitToFirstStepCrossNode' -benchtime 500x -timeout 5m ./cmd/dair

@@ -54,6 +54,10 @@ type Config struct {
 	ControlPlaneID string
 	// SubmitMode is SubmitQueueFirst (default) or SubmitDirect.
 	SubmitMode string
+	// DisableHandOff makes every queue-first submit go through the shared queue and the pump.
+	// Default false: a submit hands its run straight to an instance when the node's instance
+	// view shows tenant-visible free capacity and the pump's last cycle left no run waiting.
+	DisableHandOff bool
 	// HeartbeatInterval is how often instances publish capacity. Default 1s.
 	HeartbeatInterval time.Duration
 	// HeartbeatTTL is how long a descriptor stays live without a heartbeat, and the staleness

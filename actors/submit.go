@@ -34,10 +34,14 @@ type SubmitRequest struct {
 // it. A repeated IdempotencyKey of the same tenant returns the first run.
 //
 // The steps, in order: validate the request and resolve the pipeline; read the tenant's
-// settings; admit through the tenant scope (last seen, cold start, suspension); create the run;
-// record it in the ledger; then dispatch it at once (SubmitDirect) or enqueue it and wake the
-// pump. Errors: ErrStopped, ErrBadInput, ErrUnknownPipeline, ErrTenantSuspended,
-// ErrTenantQueueFull, ErrNoCapacity, or a store failure. It blocks on store I/O and, for a cold start, on capacity.
+// settings; admit through the tenant scope (last seen, cold start, suspension); refuse beyond
+// the tenant's max_queued_runs; then, for a queue-first submit on a node whose instance view
+// shows room (Dispatcher.HandOff: no quota on the tenant, nobody waiting), create the run
+// already assigned, with its ledger entries, in one store call and deliver it; otherwise create
+// the run, record it in the ledger, and dispatch it at once (SubmitDirect) or enqueue it and
+// wake the pump. No run is acknowledged before it is durably assigned or queued. Errors:
+// ErrStopped, ErrBadInput, ErrUnknownPipeline, ErrTenantSuspended, ErrTenantQueueFull,
+// ErrNoCapacity, or a store failure. It blocks on store I/O and, for a cold start, on capacity.
 func (n *Node) Submit(ctx context.Context, req SubmitRequest) (*messages.SharedRun, error) {
 	if n.stopping.Load() {
 		return nil, ErrStopped
@@ -60,6 +64,17 @@ func (n *Node) Submit(ctx context.Context, req SubmitRequest) (*messages.SharedR
 		return nil, admitError(err, t.TenantId)
 	}
 	run := newRun(req, t, cp, n.env.now().UnixNano())
+	mode := cmp.Or(req.Mode, n.env.cfg.SubmitMode)
+	if mode == SubmitQueueFirst && !n.env.cfg.DisableHandOff {
+		// One store call creates the run already assigned, with its "submitted" entry.
+		handed, err := n.plane.dispatcher.HandOff(ctx, run, "direct-"+n.env.nodeID, submittedEntry(run))
+		if err != nil {
+			n.env.log.Warn("hand off", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
+		}
+		if handed {
+			return run, nil
+		}
+	}
 	existing, created, err := n.env.st.CreateRun(ctx, run)
 	if err != nil {
 		return nil, fmt.Errorf("create run: %w", err)
@@ -67,9 +82,16 @@ func (n *Node) Submit(ctx context.Context, req SubmitRequest) (*messages.SharedR
 	if !created {
 		return existing, nil
 	}
+	return n.place(ctx, run, mode)
+}
+
+// place dispatches a stored run or queues it: SubmitDirect admits and dispatches it here,
+// queueing it when it stays queued; otherwise it is enqueued and the pump woken. Either way
+// the run is durably assigned or queued before Submit returns.
+func (n *Node) place(ctx context.Context, run *messages.SharedRun, mode string) (*messages.SharedRun, error) {
 	n.env.ledger(ctx, submittedEntry(run))
-	if mode := cmp.Or(req.Mode, n.env.cfg.SubmitMode); mode == SubmitDirect {
-		out, err := n.plane.dispatcher.DispatchRun(ctx, run.SharedRunId, "direct-"+n.env.nodeID, nil)
+	if mode == SubmitDirect {
+		out, err := n.plane.dispatcher.DispatchCreated(ctx, run, "direct-"+n.env.nodeID)
 		if err != nil {
 			n.env.log.Warn("direct dispatch", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
 		}

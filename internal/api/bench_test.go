@@ -220,3 +220,37 @@ func BenchmarkHTTPRuns3Step(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRunLatency measures the end-to-end latency of one 3-step no-op run at a time
+// through the HTTP API: POST /v1/runs until the run's event stream delivers its terminal
+// event (run_succeeded). It reports p50/p99 per backend (the embedded store with fsync).
+func BenchmarkRunLatency(b *testing.B) {
+	testkit.RequireRedis(b)
+	r := testkit.StartRedis(b, testkit.RedisOptions{AOF: true, AppendFsync: "everysec"})
+	for _, backend := range testkit.Backends {
+		b.Run(string(backend), func(b *testing.B) {
+			srv, c := benchAPI(b, backend, r, 64)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				id, err := benchSubmit(ctx, c, srv.URL, "three-noop")
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, kind, err := streamIDs(ctx, c, srv.URL, id, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if kind != messages.KindRunSucceeded {
+					b.Fatalf("run %s ended with %q", id, kind)
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			b.StopTimer()
+			testkit.ReportLatency(b, lat)
+		})
+	}
+}

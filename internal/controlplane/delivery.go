@@ -45,6 +45,24 @@ func (d *Dispatcher) deliver(ctx context.Context, run *messages.SharedRun, x *me
 		}
 		return Requeue, fmt.Errorf("mark run dispatched: %w", err)
 	}
+	return d.deliverMarked(ctx, upd, x, pumpID, false, pre...)
+}
+
+// handOver delivers a run that Assign marked dispatched to x (its queue entry is gone: a
+// retryable failure enqueues it again). The outcome is for the pump's accounting only.
+func (d *Dispatcher) handOver(ctx context.Context, upd *messages.SharedRun, x *messages.CapacityDescriptor, pumpID string) Outcome {
+	out, err := d.deliverMarked(ctx, upd, x, pumpID, true)
+	if err != nil {
+		d.cfg.Log.Warn("deliver assigned run", zap.String("shared_run_id", upd.SharedRunId), zap.Error(err))
+	}
+	return out
+}
+
+// deliverMarked hands upd, marked dispatched to x, to x through the provider router and
+// records the outcome after pre. On a retryable failure the run is queued again (and, with
+// enqueue, put back in the shared queue).
+func (d *Dispatcher) deliverMarked(ctx context.Context, upd *messages.SharedRun, x *messages.CapacityDescriptor, pumpID string, enqueue bool,
+	pre ...*messages.LedgerEntry) (Outcome, error) {
 	res := d.cfg.Router.Dispatch(ctx, x, d.request(ctx, upd, x, pumpID))
 	if d.cfg.Circuits.Record(CircuitKey(x), res, d.cfg.Now()) {
 		d.cfg.Log.Warn("dispatch circuit opened; the instance gets no new work", zap.String("runtime_instance_id", x.RuntimeInstanceId),
@@ -57,7 +75,7 @@ func (d *Dispatcher) deliver(ctx context.Context, run *messages.SharedRun, x *me
 	// The execution records the local run id when it starts (it marks the run running).
 	if res.GetOk() {
 		entry.Kind = messages.KindDispatch
-		d.cfg.Ledger.Record(ctx, append(pre, entry)...)
+		d.recordOutcome(ctx, append(pre, entry)...)
 		return Done, nil
 	}
 	entry.Kind = messages.KindDispatchFailed
@@ -79,6 +97,11 @@ func (d *Dispatcher) deliver(ctx context.Context, run *messages.SharedRun, x *me
 		return nil
 	}); err != nil {
 		return Requeue, fmt.Errorf("requeue run after dispatch failure: %w", err)
+	}
+	if enqueue {
+		if err := d.st.Enqueue(ctx, upd.SharedRunId); err != nil {
+			return Requeue, fmt.Errorf("enqueue run after dispatch failure: %w", err)
+		}
 	}
 	return Requeue, nil
 }

@@ -44,6 +44,22 @@ type Ledger interface {
 	FinishRun(ctx context.Context, id string, entry *messages.LedgerEntry, fn func(*messages.SharedRun) bool) (*messages.SharedRun, bool, error)
 }
 
+// AsyncLedger is an optional capability of a Ledger: RecordAsync hands entries to the writer
+// and returns without waiting for them to be durable (in order with the run's other writes).
+// *ledger.Writer implements it.
+type AsyncLedger interface {
+	RecordAsync(ctx context.Context, entries ...*messages.LedgerEntry)
+}
+
+// recordOutcome records entries nothing waits on: without waiting when the ledger can.
+func (d *Dispatcher) recordOutcome(ctx context.Context, entries ...*messages.LedgerEntry) {
+	if a, ok := d.cfg.Ledger.(AsyncLedger); ok {
+		a.RecordAsync(ctx, entries...)
+		return
+	}
+	d.cfg.Ledger.Record(ctx, entries...)
+}
+
 // Group starts tracked goroutines; *workgroup.Group implements it. Go runs fn with the group's
 // stop context and reports false, running nothing, once the group is stopping.
 type Group interface {

@@ -58,6 +58,9 @@ type DispatcherConfig struct {
 	ReservationTTL time.Duration
 	// HeartbeatTTL is the heartbeat staleness bound admission applies. Default 5s.
 	HeartbeatTTL time.Duration
+	// ViewTTL bounds the staleness of the instance view (registry and reservation counts) the
+	// fast path decides on; the store re-checks capacity when it reserves. Default 100ms.
+	ViewTTL time.Duration
 	// MaxAttempts bounds how often a run may fail provider dispatch before it fails. Default 20.
 	MaxAttempts int
 	// Router delivers runs to instances. Required.
@@ -102,6 +105,7 @@ func (c DispatcherConfig) withDefaults() DispatcherConfig {
 	defaultDuration(&c.QueueVisibility, 30*time.Second)
 	defaultDuration(&c.ReservationTTL, 30*time.Second)
 	defaultDuration(&c.HeartbeatTTL, 5*time.Second)
+	defaultDuration(&c.ViewTTL, 100*time.Millisecond)
 	if c.Circuits == nil {
 		c.Circuits = NewCircuits()
 	}
@@ -118,8 +122,12 @@ func (c DispatcherConfig) withDefaults() DispatcherConfig {
 // router, recording every decision in the run's ledger. It is goroutine-safe: all its state is
 // in the store (and the circuit breaker). Its methods block on store and provider I/O.
 type Dispatcher struct {
-	st  DispatcherStore
-	cfg DispatcherConfig
+	st   DispatcherStore
+	cfg  DispatcherConfig
+	asg  store.Assigner // st's one-call dispatch capability, or nil (see fastpath.go)
+	view *instanceView
+	// waiting is set when the last cycle left claimed runs queued: no hand-off overtakes them.
+	waiting atomic.Bool
 	// fair is nil over a store without per-tenant queues (see FairStore).
 	fair *fairness
 }
@@ -133,6 +141,13 @@ func NewDispatcher(st DispatcherStore, cfg DispatcherConfig) (*Dispatcher, error
 	if fs, ok := st.(FairStore); ok {
 		d.fair = &fairness{st: fs}
 	}
+	if asg, ok := st.(store.Assigner); ok {
+		d.asg = asg
+		d.view = newInstanceView(struct {
+			store.Assigner
+			store.Reservations
+		}{asg, st}, d.cfg.ViewTTL, d.cfg.Now)
+	}
 	return d, nil
 }
 
@@ -140,6 +155,14 @@ func NewDispatcher(st DispatcherStore, cfg DispatcherConfig) (*Dispatcher, error
 // once every dispatch of the batch has). It returns the number of items claimed and how many
 // of them left the queue (dispatched, parked or final).
 func (d *Dispatcher) Cycle(ctx context.Context, pumpID string) (claimed, settled int, err error) {
+	fast, err := d.fastCycle(ctx)
+	if err != nil {
+		d.cfg.Log.Warn("read tenant backlog", zap.String("pump_runtime_instance_id", pumpID), zap.Error(err))
+		return 0, 0, err
+	}
+	if fast {
+		return d.cycleFast(ctx, pumpID)
+	}
 	claims, err := d.claim(ctx, pumpID)
 	if err != nil {
 		d.cfg.Log.Warn("claim shared queue", zap.String("pump_runtime_instance_id", pumpID), zap.Error(err))
@@ -173,6 +196,7 @@ func (d *Dispatcher) Cycle(ctx context.Context, pumpID string) (claimed, settled
 		}()
 	}
 	wg.Wait()
+	d.waiting.Store(int(done.Load()) < len(claims) || d.Backlogged())
 	return len(claims), int(done.Load()), nil
 }
 
@@ -315,8 +339,13 @@ func (d *Dispatcher) reserve(ctx context.Context, run *messages.SharedRun, t *me
 	if held != slotHeld {
 		reason = ReasonNoFreeSlot
 	}
+	return reservationEntry(run, x, reason), held, nil
+}
+
+// reservationEntry is the ledger record of a reservation attempt of run on x.
+func reservationEntry(run *messages.SharedRun, x *messages.CapacityDescriptor, reason string) *messages.LedgerEntry {
 	return &messages.LedgerEntry{Kind: messages.KindReservation, SharedRunId: run.SharedRunId, ExecutionId: run.ExecutionId,
-		RuntimeInstanceId: x.RuntimeInstanceId, TenantId: run.GetSnapshot().GetTenantId(), Reason: reason}, held, nil
+		RuntimeInstanceId: x.RuntimeInstanceId, TenantId: run.GetSnapshot().GetTenantId(), Reason: reason}
 }
 
 // admissionEntry is the ledger record of a decision (listing only candidates the tenant may

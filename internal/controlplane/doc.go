@@ -3,6 +3,10 @@
 //
 //   - Dispatcher: the shared-queue pump cycle, the admission shell, the atomic slot
 //     reservation and delivery through the provider router (dispatcher.go, delivery.go).
+//     Over a store.Assigner (both backends) it takes the fast path (fastpath.go, view.go): one
+//     claim call per cycle that returns the runs, decisions on a cached instance view with a
+//     bounded staleness, and one atomic Assign call per decision; HandOff lets a submit skip
+//     the pump when the view shows room.
 //   - Scaler: durable scale-out requests, their processing under a renewed lease, and the
 //     requeue of the runs parked on them (scaler.go).
 //   - Recoverer: lost members (tombstones), lost instances, lost dispatches and runs whose

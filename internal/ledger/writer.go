@@ -110,3 +110,26 @@ func (w *Writer) appendDirect(ctx context.Context, entries []*messages.LedgerEnt
 		w.hub.Notify(entries[0].SharedRunId, anyTerminal(entries))
 	}
 }
+
+// RecordAsync is Record without waiting: the entries are handed to the committer (in order
+// with the run's other writes) and the call returns; a failure is logged. Without a running
+// committer it appends directly, blocking like Record. Use it for entries nothing waits on.
+func (w *Writer) RecordAsync(ctx context.Context, entries ...*messages.LedgerEntry) {
+	for len(entries) > 0 {
+		run := entries[0].SharedRunId
+		n := 1
+		for n < len(entries) && entries[n].SharedRunId == run {
+			n++
+		}
+		group := entries[:n]
+		entries = entries[n:]
+		done := func(err error) {
+			if err != nil {
+				w.log.Warn("ledger append failed", zap.String("kind", group[0].Kind), zap.String("shared_run_id", run), zap.Error(err))
+			}
+		}
+		if w.commits == nil || !w.commits.Submit(Request{Ledger: group, Run: run, Done: done}) {
+			w.appendDirect(ctx, group)
+		}
+	}
+}

@@ -292,3 +292,95 @@ type InstanceRecords interface {
 	// DeleteInstanceRecord removes a record; deleting a missing id is not an error.
 	DeleteInstanceRecord(ctx context.Context, id string) error
 }
+
+// CreatedRunVersion is the record version of a run that CreateRun has just stored (every
+// later write of the run increments it).
+const CreatedRunVersion int64 = 1
+
+// NewRunVersion is the Assignment.Version of a run that does not exist yet: Assign creates it
+// (at CreatedRunVersion, indexed like CreateRun, without an idempotency key) with the
+// assignment, or creates nothing.
+const NewRunVersion int64 = 0
+
+// ClaimedRun is one claimed queue item with the run it names, read in the same call.
+type ClaimedRun struct {
+	Claim
+	// Run is the run record, or nil when the run no longer exists.
+	Run *messages.SharedRun
+	// Version is Run's record version (see Assignment.Version).
+	Version int64
+}
+
+// Assignment is one dispatch decision carried out by Assigner.Assign in one atomic write.
+type Assignment struct {
+	// Run is the run as it is to be stored: the caller's copy with the assignment applied
+	// (status, instance, pump, attempts). It is not retained.
+	Run *messages.SharedRun
+	// Version is the record version the caller read Run at (ClaimedRun.Version, or
+	// CreatedRunVersion for a run the caller just created). The write happens only while the
+	// stored run is still at that version; NewRunVersion creates the run (RunChanged when its
+	// id is taken; a run with an IdempotencyKey must be created by CreateRun).
+	Version int64
+	// InstanceID is the instance whose slot the run takes; Limit its slot count.
+	InstanceID string
+	// InstanceVersion is the registry version of the descriptor the decision was taken on
+	// (ListInstanceVersions): the write happens only while it is still the instance's live
+	// descriptor, so a decision on a view older than the instance's last publication (it was
+	// paused, drained, or its capacity changed) is refused. 0 skips the check.
+	InstanceVersion int64
+	Limit           int
+	// TTL bounds the slot hold until the instance refreshes it.
+	TTL time.Duration
+	// Ledger entries of the decision, appended to the run's ledger in the same write.
+	Ledger []*messages.LedgerEntry
+}
+
+// AssignResult is what Assigner.Assign did.
+type AssignResult int
+
+const (
+	// Assigned: the slot is held, the run written, its queue entry (pending or claimed by any
+	// pump) removed and the ledger entries appended.
+	Assigned AssignResult = iota
+	// InstanceFull: the instance had no free slot; nothing was written.
+	InstanceFull
+	// RunChanged: the run was written since Version (or is gone); nothing was written.
+	RunChanged
+	// InstanceChanged: the instance published a new descriptor since InstanceVersion (or its
+	// entry expired); nothing was written.
+	InstanceChanged
+)
+
+func (r AssignResult) String() string {
+	switch r {
+	case Assigned:
+		return "assigned"
+	case InstanceFull:
+		return "instance-full"
+	case RunChanged:
+		return "run-changed"
+	case InstanceChanged:
+		return "instance-changed"
+	}
+	return "unknown"
+}
+
+// Assigner is the one-round-trip dispatch capability of a backend (an optional interface,
+// checked by type assertion): a queue claim that returns the runs it claimed, and the
+// dispatch decision's writes (capacity check, reservation, run assignment, queue removal and
+// ledger entries) in one atomic call. Both methods block on I/O and are goroutine-safe.
+type Assigner interface {
+	// ClaimRuns is Queue.Claim that also returns each claimed run and its record version.
+	ClaimRuns(ctx context.Context, pumpID string, max int, visibility time.Duration) ([]ClaimedRun, error)
+	// ListInstanceVersions is Registry.ListInstances with each descriptor's registry version
+	// (versions[i] is insts[i]'s; every PutInstance gives a new one).
+	ListInstanceVersions(ctx context.Context) (insts []*messages.CapacityDescriptor, versions []int64, err error)
+	// GetRunVersion returns a run and its record version, or ErrNotFound.
+	GetRunVersion(ctx context.Context, id string) (*messages.SharedRun, int64, error)
+	// Assign re-checks capacity and writes the assignment atomically: it holds a slot of
+	// a.InstanceID (refused when a.Limit live holds exist: the sum of holds never exceeds the
+	// limit, whatever the callers), stores a.Run if the stored run is still at a.Version, and
+	// removes the run's queue entry. It returns what it did and the instance's live holds
+	// after the call (its current load, for the caller's view).
+	Assign(ctx context.Context, a Assignment) (res AssignResult, held int, err error)
+}

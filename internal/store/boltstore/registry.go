@@ -105,40 +105,49 @@ func (s *Store) DeleteInstance(ctx context.Context, id string) error {
 func (s *Store) Reserve(ctx context.Context, instanceID, runID string, limit int, ttl time.Duration) (bool, error) {
 	var ok bool
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		ok = false
-		b := tx.Bucket(bReservations)
-		now := s.nowNanos()
-		pre := prefix(instanceID)
-		mine := key(instanceID, runID)
-		var expired [][]byte
-		live, held := 0, false
-		c := b.Cursor()
-		for k, v := c.Seek(pre); k != nil && bytes.HasPrefix(k, pre); k, v = c.Next() {
-			switch {
-			case decodeTime(v) <= now:
-				expired = append(expired, concat(nil, k))
-			case bytes.Equal(k, mine):
-				held = true
-				live++
-			default:
-				live++
-			}
-		}
-		for _, k := range expired {
-			if err := b.Delete(k); err != nil {
-				return fmt.Errorf("drop expired hold: %w", err)
-			}
-		}
-		if !held && live >= limit {
-			return nil
-		}
-		ok = true
-		return b.Put(mine, orderedTime(deadline(now, ttl)))
+		var err error
+		ok, _, err = holdSlot(tx, s.nowNanos(), instanceID, runID, limit, ttl)
+		return err
 	})
 	if err != nil {
 		return false, wrap("reserve", instanceID+"/"+runID, err)
 	}
 	return ok, nil
+}
+
+// holdSlot drops the expired holds of instanceID, then holds a slot for runID until now+ttl if
+// it holds one already or fewer than limit live holds exist. It returns whether it holds one
+// and the live holds after the call.
+func holdSlot(tx *bolt.Tx, now int64, instanceID, runID string, limit int, ttl time.Duration) (bool, int, error) {
+	b := tx.Bucket(bReservations)
+	pre := prefix(instanceID)
+	mine := key(instanceID, runID)
+	var expired [][]byte
+	live, held := 0, false
+	c := b.Cursor()
+	for k, v := c.Seek(pre); k != nil && bytes.HasPrefix(k, pre); k, v = c.Next() {
+		switch {
+		case decodeTime(v) <= now:
+			expired = append(expired, concat(nil, k))
+		case bytes.Equal(k, mine):
+			held = true
+			live++
+		default:
+			live++
+		}
+	}
+	for _, k := range expired {
+		if err := b.Delete(k); err != nil {
+			return false, live, fmt.Errorf("drop expired hold: %w", err)
+		}
+	}
+	if !held && live >= limit {
+		return false, live, nil
+	}
+	if !held {
+		live++
+	}
+	return true, live, b.Put(mine, orderedTime(deadline(now, ttl)))
 }
 
 // RefreshReservations extends the live holds of runIDs on instanceID to now+ttl.

@@ -146,6 +146,9 @@ func (s *Store) UpdateRunAndMeter(ctx context.Context, id string, fn func(*messa
 		if err := put(tx, bRuns, []byte(id), r); err != nil {
 			return err
 		}
+		if err := bumpRunVersion(tx, id); err != nil {
+			return err
+		}
 		if entry != nil {
 			appended = proto.Clone(entry).(*messages.LedgerEntry)
 			appended.SharedRunId = id

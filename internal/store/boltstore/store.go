@@ -35,6 +35,7 @@ var (
 	bRuns          = []byte("runs")           // id -> SharedRun
 	bRunsIdem      = []byte("runs_idem")      // tenant \0 key -> id
 	bRunsCreated   = []byte("runs_created")   // ^createdAt \0.. id -> nil (newest first)
+	bRunsVer       = []byte("runs_ver")       // id -> record version (absent: store.CreatedRunVersion)
 	bQueueItems    = []byte("queue_items")    // runID -> queueItem
 	bQueuePending  = []byte("queue_pending")  // seq + runID -> nil
 	bQueueClaims   = []byte("queue_claims")   // deadline + runID -> nil
@@ -57,7 +58,7 @@ var (
 	bInstRecByTen  = []byte("inst_by_tenant") // tenant \0 runtime instance id -> nil
 )
 
-var allBuckets = [][]byte{bRuns, bRunsIdem, bRunsCreated, bQueueItems, bQueuePending, bQueueClaims,
+var allBuckets = [][]byte{bRuns, bRunsVer, bRunsIdem, bRunsCreated, bQueueItems, bQueuePending, bQueueClaims,
 	bInstances, bReservations, bExecutions, bSteps, bExecByInst, bLedger, bLedgerSeq, bTenants,
 	bScaleOuts, bPipelines, bPipelinesLast, bUsage, bUsageMarks, bLeases, bTenantStates, bInstRecords, bInstRecByTen,
 	bQueueTenant, bQueueTenantPending, bQueueTenantCount, bHoldOf, bRate}

@@ -374,5 +374,5 @@ var allScripts = []*redis.Script{
 	scriptCAS, scriptCASAppend, scriptCreateRun, scriptCreateVersioned, scriptEnqueue, scriptClaim, scriptClaimTenants, scriptBacklog, scriptAck,
 	scriptRelease, scriptReleaseOwner, scriptPutInstance, scriptGCInstances, scriptReserve, scriptCreateExecution,
 	scriptAcquireExecution, scriptFenceExecution, scriptUpdateExecution, scriptCommit, scriptAppend,
-	scriptAcquireLease, scriptReleaseLease,
+	scriptAcquireLease, scriptReleaseLease, scriptClaimRuns, scriptAssign, scriptListInstances,
 }

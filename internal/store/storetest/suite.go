@@ -46,6 +46,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Queue", queueTests},
 		{"Registry", registryTests},
 		{"Reservations", reservationTests},
+		{"Assign", assignTests},
 		{"Executions", executionTests},
 		{"Ledger", ledgerTests},
 		{"Tenants", tenantTests},
