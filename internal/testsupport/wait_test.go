@@ -57,7 +57,13 @@ func TestEventually_cases(t *testing.T) {
 				n := calls.Add(1)
 				return tt.trueAt > 0 && n >= tt.trueAt
 			}
-			Eventually(ftb, 60*time.Millisecond, 5*time.Millisecond, cond, tt.args...)
+			// A condition that turns true gets a deadline no loaded machine misses; one that
+			// never does fails after 60ms.
+			timeout := 60 * time.Millisecond
+			if tt.trueAt > 0 {
+				timeout = 10 * time.Second
+			}
+			Eventually(ftb, timeout, 5*time.Millisecond, cond, tt.args...)
 			failed, msg := ftb.result()
 			if tt.wantFail == "" && failed {
 				t.Fatalf("unexpected failure: %s", msg)
@@ -88,7 +94,11 @@ func TestEventuallyErr_cases(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ftb := &fakeTB{TB: t}
 			var calls atomic.Int32
-			EventuallyErr(ftb, 60*time.Millisecond, func() error {
+			timeout := 60 * time.Millisecond
+			if tt.okAt > 0 {
+				timeout = 10 * time.Second
+			}
+			EventuallyErr(ftb, timeout, func() error {
 				n := calls.Add(1)
 				if tt.okAt > 0 && n >= tt.okAt {
 					return nil
