@@ -15,8 +15,9 @@ import (
 	"github.com/dairuntime/dair/testkit"
 )
 
-// Agent benchmarks: msgs/s and round-trip latency of sends (each send waits for the agent's
-// reply), and deliveries/s of a publish to 1,000 subscribers on 3 workers (reported as msgs/s,
+// Agent benchmarks: msgs/s of sends under many concurrent senders (each send waits for the
+// agent's reply), the round trip of one send at a time (p50-ns, p99-ns: nothing else in flight,
+// so it measures latency, not queueing), and deliveries/s of a publish to 1,000 subscribers on 3 workers (reported as msgs/s,
 // counted when the agents handled them). The cross-node variants run two or four in-process
 // nodes joined by memberlist and protoactor remote on loopback; several remotes in one process
 // race on grpc's global logger, so they do not run under -race.
@@ -24,8 +25,11 @@ import (
 // benchKeys spreads the senders over this many agents.
 const benchKeys = 1024
 
-// sendConcurrency is the number of senders in flight.
-const sendConcurrency = 64
+// sendConcurrency is the number of senders in flight in the throughput phase.
+const sendConcurrency = 1024
+
+// rttSends is the number of one-at-a-time sends of the latency phase (at most b.N).
+const rttSends = 20000
 
 func BenchmarkAgentSend(b *testing.B) {
 	b.Run("local", func(b *testing.B) {
@@ -42,8 +46,9 @@ func BenchmarkAgentSend(b *testing.B) {
 	})
 }
 
-// benchSends sends b.N echo messages from n with `conc` senders and reports msgs/s and the
-// round trip's p50 and p99.
+// benchSends sends b.N echo messages from n with `conc` senders and reports msgs/s (and the
+// p50 under that load), then sends up to rttSends messages one at a time and reports their round
+// trip's p50 and p99.
 func benchSends(b *testing.B, n *actors.Node, conc int) {
 	ctx := context.Background()
 	snap := &messages.ExecutionContextSnapshot{TenantId: "bench"}
@@ -93,7 +98,22 @@ func benchSends(b *testing.B, n *actors.Node, conc int) {
 			}
 		}
 	}
-	reportAgentLatency(b, slices.Concat(lat...), b.N, elapsed)
+	loaded := slices.Concat(lat...)
+	slices.Sort(loaded)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
+	b.ReportMetric(float64(loaded[len(loaded)/2]), "loaded-p50-ns")
+	rtt := make([]time.Duration, 0, min(b.N, rttSends))
+	for i := range cap(rtt) {
+		t0 := time.Now()
+		o, err := n.SendAgent(ctx, ids[i%benchKeys], payload, snap, 10*time.Second)
+		rtt = append(rtt, time.Since(t0))
+		if err != nil || o.Status != messages.DeliveryOutcome_DELIVERED {
+			b.Fatalf("one-at-a-time send: %v %v", o, err)
+		}
+	}
+	slices.Sort(rtt)
+	b.ReportMetric(float64(rtt[len(rtt)/2]), "p50-ns")
+	b.ReportMetric(float64(rtt[len(rtt)*99/100]), "p99-ns")
 }
 
 // reportAgentLatency reports msgs/s for count messages in elapsed and the p50/p99 of lat.
