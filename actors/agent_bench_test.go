@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/dairuntime/dair/actors"
 	"github.com/dairuntime/dair/messages"
 	"github.com/dairuntime/dair/testkit"
@@ -191,4 +193,61 @@ func processCPU(b *testing.B) time.Duration {
 func logCPU(b *testing.B, cpu0 time.Duration, count int, elapsed time.Duration) {
 	perMsg := (processCPU(b) - cpu0) / time.Duration(max(count, 1))
 	b.Logf("%d msgs in %v: %v CPU per msg (%.0f msgs/s on 2 dedicated cores)", count, elapsed, perMsg, 2/perMsg.Seconds())
+}
+
+// BenchmarkRemotePingPong is the floor of the cross-node agent send, measured the same way:
+// raw protoactor request/response (RequestFuture of a *messages.Ping to a pong actor on the
+// other node of the same two-node agent cluster) with sendConcurrency senders for msgs/s, then
+// rttSends requests one at a time for p50-ns and p99-ns.
+func BenchmarkRemotePingPong(b *testing.B) {
+	if raceEnabled {
+		b.Skip("several in-process protoactor remotes race on grpc's global logger")
+	}
+	c := testkit.StartAgentCluster(b, testkit.AgentClusterOptions{N: 2, Types: [][]string{nil, {actors.AgentEcho}}})
+	far := c.Node(1).Node.System()
+	pong, err := far.Root.SpawnNamed(actor.PropsFromFunc(func(ctx actor.Context) {
+		if p, ok := ctx.Message().(*messages.Ping); ok {
+			ctx.Respond(&messages.Pong{Seq: p.Seq})
+		}
+	}), "bench-pong")
+	if err != nil {
+		b.Fatal(err)
+	}
+	root := c.Node(0).Node.System().Root
+	target := actor.NewPID(far.Address(), pong.Id)
+	ping := func(i int64) time.Duration {
+		t0 := time.Now()
+		if _, err := root.RequestFuture(target, &messages.Ping{Seq: i}, 10*time.Second).Result(); err != nil {
+			b.Errorf("ping %d: %v", i, err)
+		}
+		return time.Since(t0)
+	}
+	ping(0)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := processCPU(b)
+	start := time.Now()
+	for range sendConcurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+				ping(i)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	logCPU(b, cpu0, b.N, elapsed)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
+	rtt := make([]time.Duration, 0, min(b.N, rttSends))
+	for i := range cap(rtt) {
+		rtt = append(rtt, ping(int64(i)))
+	}
+	slices.Sort(rtt)
+	b.ReportMetric(float64(rtt[len(rtt)/2]), "p50-ns")
+	b.ReportMetric(float64(rtt[len(rtt)*99/100]), "p99-ns")
 }
