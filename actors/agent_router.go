@@ -60,6 +60,10 @@ type agentFlush struct{}
 // sender's round trip as it is and turns many concurrent senders into large batches.
 const sendWindow = 1
 
+// ackedBatch is the smallest send request the worker acknowledges and the router counts in its
+// window: a lone delivery goes out, and comes back, without an extra acknowledgement message.
+const ackedBatch = 2
+
 func newAgentRouter(rt *agentRuntime, worker *actor.PID) *agentRouter {
 	return &agentRouter{rt: rt, worker: worker}
 }
@@ -200,7 +204,9 @@ func (r *agentRouter) routeSend(c actor.Context, m *agentRouteSend) {
 // sendBatch sends worker id its batch b (w: its route) and counts it unacknowledged.
 func (r *agentRouter) sendBatch(c actor.Context, id string, b *messages.AgentSendRequest, w *agents.WorkerRoute) {
 	r.count(id, 0)
-	r.unacked[id]++
+	if len(b.Deliveries) >= ackedBatch {
+		r.unacked[id]++
+	}
 	c.Request(r.pid(w), b)
 	delete(r.batches, id)
 	delete(r.held, id)

@@ -107,7 +107,9 @@ func (w *agentWorker) Receive(c actor.Context) {
 			}
 			w.deliver(c, ad)
 		}
-		w.replyQueue(c, router, m.RouterId).resp.Requests++ // acknowledged in the next flush
+		if len(m.Deliveries) >= ackedBatch {
+			w.replyQueue(c, router, m.RouterId).resp.Requests++ // acknowledged in the next flush
+		}
 	case *messages.AgentPublishBatch:
 		c.Respond(w.enqueuePublish(c, m))
 	case *agentResult:

@@ -683,9 +683,9 @@ type AgentSendResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	WorkerId string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	Results  []*AgentDeliveryResult `protobuf:"bytes,2,rep,name=results,proto3" json:"results,omitempty"`
-	// requests is the number of AgentSendRequests of this router the worker received since its
-	// previous response: the router's send window (it holds new deliveries in one batch while a
-	// request is unacknowledged).
+	// requests is the number of AgentSendRequests of this router with two deliveries or more that
+	// the worker received since its previous response: the router's send window (it holds new
+	// deliveries in one batch while such a request is unacknowledged).
 	Requests      uint32 `protobuf:"varint,3,opt,name=requests,proto3" json:"requests,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
