@@ -123,6 +123,7 @@ func (n *Node) startAgents(ctx context.Context) error {
 	rt.stopTicks = append(rt.stopTicks,
 		e.group.Tick(agentTick, func() { rt.system.Root.Send(rt.router, agentTickMsg{}) }),
 		e.group.Tick(deadlineTick, func() { rt.deadlines.advance(time.Now()) }),
+		e.group.Tick(agentPoolIdle, rt.dispatcher.rotate),
 		e.group.Tick(rt.cfg.IdleTimeout/2, func() { rt.system.Root.Send(rt.worker, agentSweepMsg{}) }))
 	if rt.members != nil {
 		rt.stopTicks = append(rt.stopTicks,
