@@ -36,7 +36,7 @@ bench: ## run the Go benchmarks (about 5 minutes on 2 cores) and print their sta
 	$(GO) test -run '^$$' -bench 'BenchmarkScaleOut|BenchmarkSSEFanout|BenchmarkClusterRecovery' -benchtime 1x -timeout 8m ./cmd/dair
 	$(GO) test -run '^$$' -bench 'BenchmarkSubmitToFirstStepCrossNode' -benchtime 500x -timeout 5m ./cmd/dair
 	$(GO) test -run '^$$' -bench 'BenchmarkDispatch' -benchtime 3000x -timeout 5m ./internal/runtimehost
-	$(GO) test -run '^$$' -bench 'BenchmarkAgentSend' -benchtime 200000x -timeout 5m ./actors
+	$(GO) test -run '^$$' -bench 'BenchmarkAgentSend|BenchmarkRemotePingPong' -benchtime 200000x -timeout 5m ./actors
 	$(GO) test -run '^$$' -bench 'BenchmarkAgentPublish' -benchtime 200x -timeout 5m ./actors
 
 proto: ## regenerate messages/*.pb.go (needs protoc)

@@ -131,7 +131,7 @@ func (n *Node) RegisterAgentType(ctx context.Context, name string, h AgentHandle
 
 // SendAgent sends payload (content type application/json) to agent id under the tenant of snap
 // and waits for the outcome: DELIVERED with the agent's reply, TIMEOUT when timeout (≤0: the RPC
-// timeout, 30 s by default) passes first, UNDELIVERABLE (no live owner, owner evicted while
+// timeout, 30 s by default) passes first (noticed within deadlineTick, 5 ms), UNDELIVERABLE (no live owner, owner evicted while
 // pending, tenant refused, node stopping) or ERROR (the handler failed). The reason of a
 // non-delivered outcome is "<code>: <detail>" (agents.ReasonCode). The error is non-nil only for
 // invalid input or when ctx ends. It is goroutine-safe; the caller owns the outcome.

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -69,7 +70,13 @@ func (a *agentActor) run(d *agentDeliver, deadline time.Time) (o *messages.Deliv
 	}()
 	a.agent.contentType = d.env.ContentType
 	resp, err := d.spec.handler(ctx, &a.agent, d.env)
-	if err != nil {
+	switch {
+	case err != nil && errors.Is(err, context.DeadlineExceeded) && !deadline.IsZero() && !time.Now().Before(deadline):
+		// The handler gave up at the deadline: the caller's outcome is TIMEOUT, whichever
+		// comes first, the caller's own deadline wake-up (a tick late at most) or this.
+		return agents.TimedOut(agents.Reason(agents.ReasonDeadlineExceeded, "agent %s: the deadline passed while it handled the message",
+			a.key), a.rt.selfID)
+	case err != nil:
 		return agents.Failed(err.Error(), a.rt.selfID)
 	}
 	return agents.Delivered(resp, a.agent.contentType, a.rt.selfID)

@@ -10,13 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/dairuntime/dair/actors"
 	"github.com/dairuntime/dair/messages"
 	"github.com/dairuntime/dair/testkit"
 )
 
-// Agent benchmarks: msgs/s and round-trip latency of sends (each send waits for the agent's
-// reply), and deliveries/s of a publish to 1,000 subscribers on 3 workers (reported as msgs/s,
+// Agent benchmarks: msgs/s of sends under many concurrent senders (each send waits for the
+// agent's reply), the round trip of one send at a time (p50-ns, p99-ns: nothing else in flight,
+// so it measures latency, not queueing), and deliveries/s of a publish to 1,000 subscribers on 3 workers (reported as msgs/s,
 // counted when the agents handled them). The cross-node variants run two or four in-process
 // nodes joined by memberlist and protoactor remote on loopback; several remotes in one process
 // race on grpc's global logger, so they do not run under -race.
@@ -24,8 +27,11 @@ import (
 // benchKeys spreads the senders over this many agents.
 const benchKeys = 1024
 
-// sendConcurrency is the number of senders in flight.
-const sendConcurrency = 64
+// sendConcurrency is the number of senders in flight in the throughput phase.
+const sendConcurrency = 1024
+
+// rttSends is the number of one-at-a-time sends of the latency phase (at most b.N).
+const rttSends = 20000
 
 func BenchmarkAgentSend(b *testing.B) {
 	b.Run("local", func(b *testing.B) {
@@ -42,8 +48,9 @@ func BenchmarkAgentSend(b *testing.B) {
 	})
 }
 
-// benchSends sends b.N echo messages from n with `conc` senders and reports msgs/s and the
-// round trip's p50 and p99.
+// benchSends sends b.N echo messages from n with `conc` senders and reports msgs/s (and the
+// p50 under that load), then sends up to rttSends messages one at a time and reports their round
+// trip's p50 and p99.
 func benchSends(b *testing.B, n *actors.Node, conc int) {
 	ctx := context.Background()
 	snap := &messages.ExecutionContextSnapshot{TenantId: "bench"}
@@ -93,7 +100,22 @@ func benchSends(b *testing.B, n *actors.Node, conc int) {
 			}
 		}
 	}
-	reportAgentLatency(b, slices.Concat(lat...), b.N, elapsed)
+	loaded := slices.Concat(lat...)
+	slices.Sort(loaded)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
+	b.ReportMetric(float64(loaded[len(loaded)/2]), "loaded-p50-ns")
+	rtt := make([]time.Duration, 0, min(b.N, rttSends))
+	for i := range cap(rtt) {
+		t0 := time.Now()
+		o, err := n.SendAgent(ctx, ids[i%benchKeys], payload, snap, 10*time.Second)
+		rtt = append(rtt, time.Since(t0))
+		if err != nil || o.Status != messages.DeliveryOutcome_DELIVERED {
+			b.Fatalf("one-at-a-time send: %v %v", o, err)
+		}
+	}
+	slices.Sort(rtt)
+	b.ReportMetric(float64(rtt[len(rtt)/2]), "p50-ns")
+	b.ReportMetric(float64(rtt[len(rtt)*99/100]), "p99-ns")
 }
 
 // reportAgentLatency reports msgs/s for count messages in elapsed and the p50/p99 of lat.
@@ -171,4 +193,61 @@ func processCPU(b *testing.B) time.Duration {
 func logCPU(b *testing.B, cpu0 time.Duration, count int, elapsed time.Duration) {
 	perMsg := (processCPU(b) - cpu0) / time.Duration(max(count, 1))
 	b.Logf("%d msgs in %v: %v CPU per msg (%.0f msgs/s on 2 dedicated cores)", count, elapsed, perMsg, 2/perMsg.Seconds())
+}
+
+// BenchmarkRemotePingPong is the floor of the cross-node agent send, measured the same way:
+// raw protoactor request/response (RequestFuture of a *messages.Ping to a pong actor on the
+// other node of the same two-node agent cluster) with sendConcurrency senders for msgs/s, then
+// rttSends requests one at a time for p50-ns and p99-ns.
+func BenchmarkRemotePingPong(b *testing.B) {
+	if raceEnabled {
+		b.Skip("several in-process protoactor remotes race on grpc's global logger")
+	}
+	c := testkit.StartAgentCluster(b, testkit.AgentClusterOptions{N: 2, Types: [][]string{nil, {actors.AgentEcho}}})
+	far := c.Node(1).Node.System()
+	pong, err := far.Root.SpawnNamed(actor.PropsFromFunc(func(ctx actor.Context) {
+		if p, ok := ctx.Message().(*messages.Ping); ok {
+			ctx.Respond(&messages.Pong{Seq: p.Seq})
+		}
+	}), "bench-pong")
+	if err != nil {
+		b.Fatal(err)
+	}
+	root := c.Node(0).Node.System().Root
+	target := actor.NewPID(far.Address(), pong.Id)
+	ping := func(i int64) time.Duration {
+		t0 := time.Now()
+		if _, err := root.RequestFuture(target, &messages.Ping{Seq: i}, 10*time.Second).Result(); err != nil {
+			b.Errorf("ping %d: %v", i, err)
+		}
+		return time.Since(t0)
+	}
+	ping(0)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := processCPU(b)
+	start := time.Now()
+	for range sendConcurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+				ping(i)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	logCPU(b, cpu0, b.N, elapsed)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
+	rtt := make([]time.Duration, 0, min(b.N, rttSends))
+	for i := range cap(rtt) {
+		rtt = append(rtt, ping(int64(i)))
+	}
+	slices.Sort(rtt)
+	b.ReportMetric(float64(rtt[len(rtt)/2]), "p50-ns")
+	b.ReportMetric(float64(rtt[len(rtt)*99/100]), "p99-ns")
 }

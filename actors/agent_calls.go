@@ -99,39 +99,47 @@ func (rt *agentRuntime) send(ctx context.Context, env *messages.MessageEnvelope)
 	} else {
 		rt.system.Root.Send(rt.router, &agentRouteSend{env: env, tenant: tenant, done: done})
 	}
-	timer := timers.Get().(*time.Timer)
-	timer.Reset(deadline.Sub(now))
-	defer func() {
-		timer.Stop() // since Go 1.23 no stale tick stays in the channel after Stop
-		timers.Put(timer)
-	}()
-	select {
-	case o := <-done:
-		outcomeChans.Put(done) // drained, and nothing else holds it: reusable
-		return o, nil
-	case <-timer.C:
-		return agents.TimedOut(agents.Reason(agents.ReasonDeadlineExceeded, "no reply from agent %s/%s before the deadline",
-			env.Recipient.Type, env.Recipient.Key), route.Worker.ID), nil
-	case <-ctx.Done():
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return agents.TimedOut(agents.Reason(agents.ReasonDeadlineExceeded, "the caller's context ended"), route.Worker.ID), nil
+	return rt.await(ctx, env, done, deadline, route.Worker.ID)
+}
+
+// await waits for the outcome of env on done until deadline, on the deadline wheel's channel
+// (a timer only when its tick was being closed), ctx or the runtime's stop.
+func (rt *agentRuntime) await(ctx context.Context, env *messages.MessageEnvelope, done chan *messages.DeliveryOutcome,
+	deadline time.Time, worker string) (*messages.DeliveryOutcome, error) {
+	var fallback <-chan time.Time
+	wake := rt.deadlines.wait(deadline)
+	for {
+		if wake == nil && fallback == nil {
+			t := time.NewTimer(time.Until(deadline))
+			defer t.Stop()
+			fallback = t.C
 		}
-		return nil, ctx.Err()
-	case <-rt.stopped:
-		return agents.Undeliverable(agents.Reason(agents.ReasonStopping, "node %s stopped", rt.nodeID), route.Worker.ID), nil
+		select {
+		case o := <-done:
+			outcomeChans.Put(done) // drained, and nothing else holds it: reusable
+			return o, nil
+		case <-wake:
+			if time.Now().Before(deadline) { // a deadline beyond the wheel's horizon
+				wake = rt.deadlines.wait(deadline)
+				continue
+			}
+		case <-fallback:
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return agents.TimedOut(agents.Reason(agents.ReasonDeadlineExceeded, "the caller's context ended"), worker), nil
+			}
+			return nil, ctx.Err()
+		case <-rt.stopped:
+			return agents.Undeliverable(agents.Reason(agents.ReasonStopping, "node %s stopped", rt.nodeID), worker), nil
+		}
+		return agents.TimedOut(agents.Reason(agents.ReasonDeadlineExceeded, "no reply from agent %s/%s before the deadline",
+			env.Recipient.Type, env.Recipient.Key), worker), nil
 	}
 }
 
-// outcomeChans and timers recycle the per-send reply channel and deadline timer. A channel goes
-// back only once its one outcome was received, so a late answer never lands in a reused one.
-var (
-	outcomeChans = sync.Pool{New: func() any { return make(chan *messages.DeliveryOutcome, 1) }}
-	timers       = sync.Pool{New: func() any {
-		t := time.NewTimer(time.Hour)
-		t.Stop()
-		return t
-	}}
-)
+// outcomeChans recycles the per-send reply channels. A channel goes back only once its one
+// outcome was received, so a late answer never lands in a reused one.
+var outcomeChans = sync.Pool{New: func() any { return make(chan *messages.DeliveryOutcome, 1) }}
 
 // publish hands env to the router and waits for the workers' acknowledgements.
 func (rt *agentRuntime) publish(ctx context.Context, env *messages.MessageEnvelope) (int, error) {

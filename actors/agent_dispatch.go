@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -21,16 +22,29 @@ const agentThroughput = 300
 // pool group (the node's worker group) only when none is parked. protoactor's default
 // dispatcher starts a goroutine per mailbox run, which for agents (mostly idle, woken by each
 // message) means a goroutine start and its stack growth per message. Parked goroutines exit
-// after agentPoolIdle without work or when the pool group stops. It is goroutine-safe.
+// after one to two agentPoolIdle periods without work (counted on a shared channel that rotate
+// closes each period, not on a timer per goroutine reset at every run) or when the pool group
+// stops. It is goroutine-safe.
 type agentDispatcher struct {
 	pool *workgroup.Group
 	work chan func() // unbuffered: a send succeeds only when a goroutine is parked
+	// reap is closed and replaced by rotate every agentPoolIdle.
+	reap atomic.Pointer[chan struct{}]
 }
 
 var _ actor.Dispatcher = (*agentDispatcher)(nil)
 
 func newAgentDispatcher(pool *workgroup.Group) *agentDispatcher {
-	return &agentDispatcher{pool: pool, work: make(chan func())}
+	d := &agentDispatcher{pool: pool, work: make(chan func())}
+	ch := make(chan struct{})
+	d.reap.Store(&ch)
+	return d
+}
+
+// rotate ends one idle period: goroutines parked through two of them exit.
+func (d *agentDispatcher) rotate() {
+	ch := make(chan struct{})
+	close(*d.reap.Swap(&ch))
 }
 
 // Schedule runs fn (a mailbox run) on a parked goroutine, or a new one of the pool.
@@ -51,17 +65,20 @@ func (d *agentDispatcher) Schedule(fn func()) {
 func (d *agentDispatcher) Throughput() int { return agentThroughput }
 
 func (d *agentDispatcher) loop(ctx context.Context, fn func()) {
-	idle := time.NewTimer(agentPoolIdle)
-	defer idle.Stop()
 	for {
 		fn()
-		idle.Reset(agentPoolIdle)
-		select {
-		case fn = <-d.work:
-		case <-idle.C:
-			return
-		case <-ctx.Done():
-			return
+		idle := 0
+		for wait := true; wait; {
+			select {
+			case fn = <-d.work:
+				wait = false
+			case <-*d.reap.Load():
+				if idle++; idle == 2 {
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
 		}
 	}
 }

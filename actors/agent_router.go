@@ -15,7 +15,9 @@ import (
 // agentRouter is a node's agent router (seed 003's host role, on every node): it owns the
 // worker directory (agents.Directory: membership, registrations, health) and the pending-session
 // table of the sends and publish batches it forwards, and publishes the routing table for the
-// node's callers. Sends to remote workers are batched per worker within one mailbox run; each
+// node's callers. Sends to remote workers are batched per worker: a batch goes out at the end
+// of a mailbox run while fewer than sendWindow requests to that worker are unacknowledged, and
+// is held (growing) otherwise, until an acknowledgement or the next tick; each
 // publish is resolved once and sent as one batch per destination worker. Every request to a
 // worker has a session bounded by its deadline and the RPC timeout, and is resolved when the
 // worker is evicted or leaves, so nothing waits on a lost message.
@@ -28,6 +30,10 @@ type agentRouter struct {
 	pids     map[string]*actor.PID // worker id -> worker PID
 	batches  map[string]*messages.AgentSendRequest
 	flushing bool // an agentFlush is queued
+	// unacked counts the send requests per worker not acknowledged yet; held marks the batches
+	// a tick already saw waiting (the next tick sends them whatever the window).
+	unacked  map[string]int
+	held     map[string]bool
 	probing  map[string]bool
 	stopping bool
 	// sent counts the requests sent to each worker (AgentWorkerInfo.SendBatches, PublishBatches).
@@ -49,6 +55,15 @@ type routerPublish struct {
 // agentFlush makes the router send the batches built during one mailbox run.
 type agentFlush struct{}
 
+// sendWindow is the number of unacknowledged send requests per worker past which the router
+// holds new deliveries in one growing batch: one request in flight per worker keeps a lone
+// sender's round trip as it is and turns many concurrent senders into large batches.
+const sendWindow = 1
+
+// ackedBatch is the smallest send request the worker acknowledges and the router counts in its
+// window: a lone delivery goes out, and comes back, without an extra acknowledgement message.
+const ackedBatch = 2
+
 func newAgentRouter(rt *agentRuntime, worker *actor.PID) *agentRouter {
 	return &agentRouter{rt: rt, worker: worker}
 }
@@ -62,6 +77,7 @@ func (r *agentRouter) Receive(c actor.Context) {
 	case agentFlush:
 		r.flush(c)
 	case *messages.AgentSendResponse:
+		r.acked(c, m.WorkerId, int(m.Requests))
 		for _, res := range m.Results {
 			if s, ok := r.sessions.Resolve(res.Session, res.Outcome); ok {
 				r.answer(s)
@@ -78,6 +94,7 @@ func (r *agentRouter) Receive(c actor.Context) {
 		}
 	case agentTickMsg:
 		r.expire()
+		r.flushHeld(c)
 	case agentHealthTickMsg:
 		for _, w := range r.dir.ProbeTargets() {
 			r.probe(c, w.ID)
@@ -114,6 +131,7 @@ func (r *agentRouter) start(c actor.Context) {
 	r.sessions = agents.NewSessions[routerCall]()
 	r.pids = map[string]*actor.PID{rt.selfID: r.worker}
 	r.batches = map[string]*messages.AgentSendRequest{}
+	r.unacked, r.held = map[string]int{}, map[string]bool{}
 	r.probing = map[string]bool{}
 	r.sent = map[string]*[2]uint64{}
 	r.dir.Register(rt.catalog.Load().reg)
@@ -130,6 +148,11 @@ func (r *agentRouter) publishTable() {
 	for id := range r.pids {
 		if id != r.rt.selfID && r.table.Worker(id) == nil {
 			delete(r.pids, id)
+		}
+	}
+	for id := range r.unacked {
+		if r.table.Worker(id) == nil {
+			delete(r.unacked, id) // a worker that comes back starts with an open window
 		}
 	}
 }
@@ -169,24 +192,65 @@ func (r *agentRouter) routeSend(c actor.Context, m *agentRouteSend) {
 	}
 	b.Deliveries = append(b.Deliveries, &messages.AgentDelivery{Session: id, Envelope: m.env})
 	if len(b.Deliveries) >= r.rt.cfg.MaxBatch {
-		r.count(route.Worker.ID, 0)
-		c.Request(r.pid(route.Worker), b)
-		delete(r.batches, route.Worker.ID)
+		r.sendBatch(c, route.Worker.ID, b, route.Worker)
 		return
 	}
-	if !r.flushing {
+	if !r.flushing && r.unacked[route.Worker.ID] < sendWindow {
 		r.flushing = true
 		c.Send(c.Self(), agentFlush{})
 	}
 }
 
-// flush sends every batch built since the last flush: one request per worker.
+// sendBatch sends worker id its batch b (w: its route) and counts it unacknowledged.
+func (r *agentRouter) sendBatch(c actor.Context, id string, b *messages.AgentSendRequest, w *agents.WorkerRoute) {
+	r.count(id, 0)
+	if len(b.Deliveries) >= ackedBatch {
+		r.unacked[id]++
+	}
+	c.Request(r.pid(w), b)
+	delete(r.batches, id)
+	delete(r.held, id)
+}
+
+// acked applies a worker's acknowledgement of n send requests and sends the batch held for it
+// when its window opened.
+func (r *agentRouter) acked(c actor.Context, id string, n int) {
+	if n == 0 {
+		return
+	}
+	r.unacked[id] = max(r.unacked[id]-n, 0)
+	if r.batches[id] != nil && r.unacked[id] < sendWindow && !r.flushing {
+		r.flushing = true
+		c.Send(c.Self(), agentFlush{})
+	}
+}
+
+// flushHeld sends the batches that already waited a whole tick, window or not (a lost
+// acknowledgement or a worker of an older version delays deliveries by one tick at most), and
+// marks the others.
+func (r *agentRouter) flushHeld(c actor.Context) {
+	for id := range r.batches {
+		if !r.held[id] {
+			r.held[id] = true
+			continue
+		}
+		r.unacked[id] = 0
+		r.flushing = true // flush's own pass, below, clears it
+	}
+	if r.flushing {
+		r.flush(c)
+	}
+}
+
+// flush sends the batches built since the last flush to the workers whose window is open: one
+// request per worker. A batch for a worker that left resolves its sessions.
 func (r *agentRouter) flush(c actor.Context) {
 	r.flushing = false
 	for id, b := range r.batches {
 		if w := r.table.Worker(id); w != nil {
-			r.count(id, 0)
-			c.Request(r.pid(w), b)
+			if r.unacked[id] < sendWindow {
+				r.sendBatch(c, id, b, w)
+			}
 		} else {
 			for _, d := range b.Deliveries { // the worker left since: its sessions were resolved
 				if s, ok := r.sessions.Resolve(d.Session, agents.Undeliverable(agents.Reason(agents.ReasonWorkerEvicted,
@@ -194,8 +258,9 @@ func (r *agentRouter) flush(c actor.Context) {
 					r.answer(s)
 				}
 			}
+			delete(r.batches, id)
+			delete(r.held, id)
 		}
-		delete(r.batches, id)
 	}
 }
 

@@ -53,7 +53,9 @@ type agentRuntime struct {
 
 	table atomic.Pointer[agents.Table]
 	slots *agentSlots // active agents, for direct local deliveries
-	msgs  atomic.Uint64
+	// deadlines wakes the local callers whose deadline passed (no timer per send).
+	deadlines *deadlineWheel
+	msgs      atomic.Uint64
 
 	// catalog is the current catalog; catMu serializes its writers.
 	catalog atomic.Pointer[agentCatalog]
@@ -91,6 +93,7 @@ func (n *Node) startAgents(ctx context.Context) error {
 		members: e.cfg.Cluster, selfID: e.incarnation, nodeID: e.nodeID, group: e.group, life: workgroup.New(), stopped: make(chan struct{})}
 	rt.dispatcher = newAgentDispatcher(e.group)
 	rt.slots = newAgentSlots()
+	rt.deadlines = newDeadlineWheel(time.Now())
 	cat := &agentCatalog{version: 1, types: map[string]*agentTypeSpec{}}
 	for _, name := range e.cfg.AgentTypes {
 		h, ok := builtinAgents[name]
@@ -119,6 +122,8 @@ func (n *Node) startAgents(ctx context.Context) error {
 	rt.accepting.Store(true)
 	rt.stopTicks = append(rt.stopTicks,
 		e.group.Tick(agentTick, func() { rt.system.Root.Send(rt.router, agentTickMsg{}) }),
+		e.group.Tick(deadlineTick, func() { rt.deadlines.advance(time.Now()) }),
+		e.group.Tick(agentPoolIdle, rt.dispatcher.rotate),
 		e.group.Tick(rt.cfg.IdleTimeout/2, func() { rt.system.Root.Send(rt.worker, agentSweepMsg{}) }))
 	if rt.members != nil {
 		rt.stopTicks = append(rt.stopTicks,

@@ -107,6 +107,9 @@ func (w *agentWorker) Receive(c actor.Context) {
 			}
 			w.deliver(c, ad)
 		}
+		if len(m.Deliveries) >= ackedBatch {
+			w.replyQueue(c, router, m.RouterId).resp.Requests++ // acknowledged in the next flush
+		}
 	case *messages.AgentPublishBatch:
 		c.Respond(w.enqueuePublish(c, m))
 	case *agentResult:
@@ -186,22 +189,28 @@ func (w *agentWorker) finish(c actor.Context, d *agentDeliver, o *messages.Deliv
 
 // reply queues an outcome for its router; the queue is flushed after the current mailbox run.
 func (w *agentWorker) reply(c actor.Context, r *agentResult) {
-	rb := w.replies[r.routerKey]
-	if rb == nil {
-		rb = &workerReplies{router: r.router, resp: &messages.AgentSendResponse{WorkerId: w.rt.selfID}}
-		w.replies[r.routerKey] = rb
-	}
+	rb := w.replyQueue(c, r.router, r.routerKey)
 	r.outcome.WorkerId = "" // the response names the worker once; the router fills it in
 	rb.resp.Results = append(rb.resp.Results, &messages.AgentDeliveryResult{Session: r.session, Outcome: r.outcome})
 	if len(rb.resp.Results) >= w.rt.cfg.MaxBatch {
 		c.Send(rb.router, rb.resp)
 		delete(w.replies, r.routerKey)
-		return
+	}
+}
+
+// replyQueue returns the queued response to router (key routerKey), creating it, and makes
+// sure a flush follows the current mailbox run.
+func (w *agentWorker) replyQueue(c actor.Context, router *actor.PID, routerKey string) *workerReplies {
+	rb := w.replies[routerKey]
+	if rb == nil {
+		rb = &workerReplies{router: router, resp: &messages.AgentSendResponse{WorkerId: w.rt.selfID}}
+		w.replies[routerKey] = rb
 	}
 	if !w.flushing {
 		w.flushing = true
 		c.Send(c.Self(), agentWorkerFlush{})
 	}
+	return rb
 }
 
 // flush sends the queued outcomes: one AgentSendResponse per router.

@@ -680,9 +680,13 @@ func (x *AgentDeliveryResult) GetOutcome() *DeliveryOutcome {
 
 // AgentSendResponse carries outcomes from a worker to the router that sent the deliveries.
 type AgentSendResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	WorkerId      string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	Results       []*AgentDeliveryResult `protobuf:"bytes,2,rep,name=results,proto3" json:"results,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Results  []*AgentDeliveryResult `protobuf:"bytes,2,rep,name=results,proto3" json:"results,omitempty"`
+	// requests is the number of AgentSendRequests of this router with two deliveries or more that
+	// the worker received since its previous response: the router's send window (it holds new
+	// deliveries in one batch while such a request is unacknowledged).
+	Requests      uint32 `protobuf:"varint,3,opt,name=requests,proto3" json:"requests,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -729,6 +733,13 @@ func (x *AgentSendResponse) GetResults() []*AgentDeliveryResult {
 		return x.Results
 	}
 	return nil
+}
+
+func (x *AgentSendResponse) GetRequests() uint32 {
+	if x != nil {
+		return x.Requests
+	}
+	return 0
 }
 
 // AgentPublishBatch carries the concrete deliveries of one publish for one worker: each envelope
@@ -1187,10 +1198,11 @@ const file_messages_agents_proto_rawDesc = "" +
 	"deliveries\"c\n" +
 	"\x13AgentDeliveryResult\x12\x18\n" +
 	"\asession\x18\x01 \x01(\x04R\asession\x122\n" +
-	"\aoutcome\x18\x02 \x01(\v2\x18.dair.v1.DeliveryOutcomeR\aoutcome\"h\n" +
+	"\aoutcome\x18\x02 \x01(\v2\x18.dair.v1.DeliveryOutcomeR\aoutcome\"\x84\x01\n" +
 	"\x11AgentSendResponse\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x126\n" +
-	"\aresults\x18\x02 \x03(\v2\x1c.dair.v1.AgentDeliveryResultR\aresults\"\x82\x01\n" +
+	"\aresults\x18\x02 \x03(\v2\x1c.dair.v1.AgentDeliveryResultR\aresults\x12\x1a\n" +
+	"\brequests\x18\x03 \x01(\rR\brequests\"\x82\x01\n" +
 	"\x11AgentPublishBatch\x12\x1b\n" +
 	"\trouter_id\x18\x01 \x01(\tR\brouterId\x12\x18\n" +
 	"\asession\x18\x02 \x01(\x04R\asession\x126\n" +
