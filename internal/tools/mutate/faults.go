@@ -50,44 +50,14 @@ var faults = []fault{
 		new:  "Steps: nil, Input: m.exec.Input})",
 	},
 	{
-		// Usage recorded beside the fenced commit instead of by it: every commit call carrying
-		// a usage event meters, whether it is written, fenced or a replay of a landed commit.
+		// Usage recorded before the fence instead of by the fenced commit: a commit call
+		// carrying a usage event meters once per attempt whether its epoch holds or not.
 		name: "redis-usage-outside-the-fence",
 		file: "internal/store/redisstore/scripts.go",
-		old: `local cur = redis.call('HMGET', KEYS[1], 'epoch', 'run')
-if not cur[1] then return -1 end
-if cur[1] ~= ARGV[1] then return -2 end
-if redis.call('HGET', KEYS[3], ARGV[2]) == 'succeeded' then return -3 end
-redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
-redis.call('HSET', KEYS[3], ARGV[2], ARGV[4])
-for i = 9, #ARGV, 2 do
-  local run = ARGV[i]
-  if run == '' then run = cur[2] or '' end
-  redis.call('RPUSH', ARGV[5] .. run, ARGV[i + 1])
-end
-if ARGV[6] ~= '' and redis.call('HSETNX', KEYS[4], ARGV[6], '1') == 1 then
-  redis.call('RPUSH', KEYS[5], ARGV[7])
-  redis.call('SADD', KEYS[6], ARGV[8])
-end
-return 0
-`,
-		new: `if ARGV[6] ~= '' then
-  redis.call('RPUSH', KEYS[5], ARGV[7])
-  redis.call('SADD', KEYS[6], ARGV[8])
-end
-local cur = redis.call('HMGET', KEYS[1], 'epoch', 'run')
-if not cur[1] then return -1 end
-if cur[1] ~= ARGV[1] then return -2 end
-if redis.call('HGET', KEYS[3], ARGV[2]) == 'succeeded' then return -3 end
-redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
-redis.call('HSET', KEYS[3], ARGV[2], ARGV[4])
-for i = 9, #ARGV, 2 do
-  local run = ARGV[i]
-  if run == '' then run = cur[2] or '' end
-  redis.call('RPUSH', ARGV[5] .. run, ARGV[i + 1])
-end
-return 0
-`,
+		old:  "if cur[1] ~= ARGV[1] then return -2 end\n",
+		new: "if ARGV[6] ~= '' and redis.call('HSETNX', KEYS[4], ARGV[6], '1') == 1 then\n" +
+			"  redis.call('RPUSH', KEYS[5], ARGV[7])\n  redis.call('SADD', KEYS[6], ARGV[8])\nend\n" +
+			"if cur[1] ~= ARGV[1] then return -2 end\n",
 	},
 }
 
