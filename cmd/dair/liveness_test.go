@@ -23,25 +23,7 @@ const livenessBound = 2500 * time.Millisecond
 // connections open so no crash probe can tell, is declared lost by dair's own liveness check
 // (its lease in the store lapses) and every execution it held is fenced within 2.5 s.
 func TestCluster_pausedNodeIsFencedWithinTheLivenessBoundOnLAN(t *testing.T) {
-	if testing.Short() {
-		t.Skip("multi-process cluster test")
-	}
-	testkit.RequireRedis(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	r := testkit.StartRedis(t, testkit.RedisOptions{})
-	pc := testkit.StartProcessCluster(t, testkit.ProcessClusterOptions{Binary: dairBin, N: 3, RedisURL: r.URL(), Profile: "lan"})
-	defer pc.Close()
-	pc.WaitTopology(3)
-	st, err := redisstore.Open(ctx, redisstore.Options{URL: r.URL()})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, st.Close()) }()
-	c := pc.Node(0).Client()
-	_, err = c.PutTenant(ctx, httpapi.Tenant{TenantID: "acme", IsolationMode: messages.IsolationDedicated, RuntimeInstanceIDPrefix: "acme-runtime",
-		MaxRuntimeInstances: 3, WorkerCountPerInstance: 20, MaxConcurrentRunsPerInstance: 10, LocalQueueCapacity: 100})
-	require.NoError(t, err)
-	_, err = c.PutPipeline(ctx, "hold", []byte(holdPipeline))
-	require.NoError(t, err)
+	ctx, pc, st := lanCluster(t, "acme", "acme-runtime", 3)
 	for i := 0; i < 30; i++ {
 		_, err := pc.Nodes()[i%3].Client().Submit(ctx, httpapi.SubmitRequest{Pipeline: "hold", TenantID: "acme"})
 		require.NoError(t, err)
@@ -173,25 +155,8 @@ func TestCluster_redisRestartDeclaresNoNodeLost(t *testing.T) {
 // memberlist's view and, its instances gone from the registry, looks the least loaded. The
 // scale-out must place the instance elsewhere, not wait out a create request to a frozen node.
 func TestCluster_scaleOutAfterAPauseSkipsThePausedMember(t *testing.T) {
-	if testing.Short() {
-		t.Skip("multi-process cluster test")
-	}
-	testkit.RequireRedis(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	r := testkit.StartRedis(t, testkit.RedisOptions{})
-	pc := testkit.StartProcessCluster(t, testkit.ProcessClusterOptions{Binary: dairBin, N: 3, RedisURL: r.URL(), Profile: "lan"})
-	defer pc.Close()
-	pc.WaitTopology(3)
-	st, err := redisstore.Open(ctx, redisstore.Options{URL: r.URL()})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, st.Close()) }()
+	ctx, pc, st := lanCluster(t, "solo", "solo-runtime", 2)
 	c := pc.Node(0).Client()
-	_, err = c.PutTenant(ctx, httpapi.Tenant{TenantID: "solo", IsolationMode: messages.IsolationDedicated, RuntimeInstanceIDPrefix: "solo-runtime",
-		MaxRuntimeInstances: 2, WorkerCountPerInstance: 20, MaxConcurrentRunsPerInstance: 10, LocalQueueCapacity: 100})
-	require.NoError(t, err)
-	_, err = c.PutPipeline(ctx, "hold", []byte(holdPipeline))
-	require.NoError(t, err)
 	// One run first, so that the scale-out creates one instance; the others fill its slots.
 	var ids []string
 	submit := func() {
@@ -272,4 +237,32 @@ func waitResumed(t *testing.T, ctx context.Context, st store.Store, last map[str
 		}
 		return len(last) == 0
 	}, "the paused node's runs resumed on a new instance")
+}
+
+// lanCluster starts three process nodes on the LAN failure-detector profile over a private
+// redis-server, a dedicated tenant (instances named prefix-N, at most maxInstances) and the
+// "hold" pipeline, and returns a context bounding the test, the cluster and a store client;
+// all are closed when the test ends.
+func lanCluster(t *testing.T, tenant, prefix string, maxInstances int32) (context.Context, *testkit.ProcessCluster, store.Store) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("multi-process cluster test")
+	}
+	testkit.RequireRedis(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	r := testkit.StartRedis(t, testkit.RedisOptions{})
+	pc := testkit.StartProcessCluster(t, testkit.ProcessClusterOptions{Binary: dairBin, N: 3, RedisURL: r.URL(), Profile: "lan"})
+	t.Cleanup(pc.Close)
+	pc.WaitTopology(3)
+	st, err := redisstore.Open(ctx, redisstore.Options{URL: r.URL()})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	c := pc.Node(0).Client()
+	_, err = c.PutTenant(ctx, httpapi.Tenant{TenantID: tenant, IsolationMode: messages.IsolationDedicated, RuntimeInstanceIDPrefix: prefix,
+		MaxRuntimeInstances: maxInstances, WorkerCountPerInstance: 20, MaxConcurrentRunsPerInstance: 10, LocalQueueCapacity: 100})
+	require.NoError(t, err)
+	_, err = c.PutPipeline(ctx, "hold", []byte(holdPipeline))
+	require.NoError(t, err)
+	return ctx, pc, st
 }
