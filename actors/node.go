@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -234,9 +236,24 @@ func (n *Node) stopGroup(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopWait)
 	defer cancel()
 	if err := n.env.group.Stop(ctx); err != nil {
+		n.env.log.Error("background work outlived the stop", zap.Error(err), zap.String("goroutines", groupStacks()))
 		return fmt.Errorf("actors: background work outlived the stop: %w", err)
 	}
 	return nil
+}
+
+// groupStacks returns the stacks of the goroutines the worker group started, for the log of
+// a stop that they outlived.
+func groupStacks() string {
+	buf := make([]byte, 4<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "internal/workgroup.(*Group)") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
 
 // stopTree stops the supervision tree and waits until it is gone or ctx ends (a node with
