@@ -3,6 +3,7 @@ package actors_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -36,6 +37,14 @@ func TestAgent_Stop_ordered_drainsQueuedWorkAndRefusesNew(t *testing.T) {
 		}
 	}
 	held := probe.Expect() // m1b or m2: held while the node stops; the other is queued
+	// Both sends must be pending before the stop begins: a send that has not reached the
+	// router yet is refused by the stop, which is another test's case.
+	testkit.EventuallyErr(t, 10*time.Second, func() error {
+		if k := actors.AgentCallsInFlight(n); k < 2 {
+			return fmt.Errorf("%d sends in flight, want 2", k)
+		}
+		return nil
+	})
 	stopped := make(chan error, 1)
 	go func() { stopped <- n.Stop(context.Background()) }()
 	testkit.EventuallyErr(t, 5*time.Second, func() error {

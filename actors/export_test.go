@@ -7,3 +7,7 @@ import "context"
 func InjectExecutionPanic(ctx context.Context, n *Node, runID string) error {
 	return n.injectExecutionPanic(ctx, runID)
 }
+
+// AgentCallsInFlight returns how many facade calls (sends, publishes) of n's agent runtime are
+// in progress: accepted, not yet answered.
+func AgentCallsInFlight(n *Node) int64 { return n.agents.inflight.Load() }
