@@ -18,3 +18,26 @@ steps:
     needs: [a]
     with: {value: "c"}
 `
+
+// DiamondPipeline is a pipeline of built-in echo steps, keyed "diamond": root, then a and b in
+// parallel, then join. Its steps sort by id as a, b, join, root and by graph level as root,
+// a, b, join, which tells a graph-ordered listing from an alphabetical one.
+const DiamondPipeline = `
+key: diamond
+steps:
+  - id: root
+    uses: echo
+    with: {value: r}
+  - id: b
+    uses: echo
+    needs: [root]
+    with: {value: b}
+  - id: a
+    uses: echo
+    needs: [root]
+    with: {value: a}
+  - id: join
+    uses: echo
+    needs: [a, b]
+    with: {value: j}
+`

@@ -18,25 +18,7 @@ import (
 func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }
 
 // diamond's steps sort by id as a, b, join, root; by graph level they are root, a, b, join.
-const diamondYAML = `
-key: diamond
-steps:
-  - id: root
-    uses: echo
-    with: {value: r}
-  - id: b
-    uses: echo
-    needs: [root]
-    with: {value: b}
-  - id: a
-    uses: echo
-    needs: [root]
-    with: {value: a}
-  - id: join
-    uses: echo
-    needs: [a, b]
-    with: {value: j}
-`
+const diamondYAML = testkit.DiamondPipeline
 
 func TestDair_Errors_hints(t *testing.T) {
 	n := startInproc(t)

@@ -8,28 +8,11 @@ import (
 	"testing"
 
 	"github.com/dairuntime/dair/httpapi"
+	"github.com/dairuntime/dair/testkit"
 )
 
 // diamond's steps sort by id as a, b, join, root; by graph level they are root, a, b, join.
-const diamond = `
-key: diamond
-steps:
-  - id: root
-    uses: echo
-    with: {value: r}
-  - id: b
-    uses: echo
-    needs: [root]
-    with: {value: b}
-  - id: a
-    uses: echo
-    needs: [root]
-    with: {value: a}
-  - id: join
-    uses: echo
-    needs: [a, b]
-    with: {value: j}
-`
+const diamond = testkit.DiamondPipeline
 
 func TestServer_GetRun_stepsInGraphOrderWithNeeds(t *testing.T) {
 	f := newFixture(t, false, nil)
