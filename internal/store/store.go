@@ -324,9 +324,10 @@ type Assignment struct {
 	// InstanceID is the instance whose slot the run takes; Limit its slot count.
 	InstanceID string
 	// InstanceVersion is the registry version of the descriptor the decision was taken on
-	// (ListInstanceVersions): the write happens only while it is still the instance's live
-	// descriptor, so a decision on a view older than the instance's last publication (it was
-	// paused, drained, or its capacity changed) is refused. 0 skips the check.
+	// (ListInstanceVersions, DescriptorShape): the write happens only while the instance is
+	// live and its descriptor still has that shape, so a decision on a view older than a
+	// publication that paused, drained or resized the instance is refused (one that only
+	// changed its load is not). 0 skips the check.
 	InstanceVersion int64
 	Limit           int
 	// TTL bounds the slot hold until the instance refreshes it.
@@ -346,8 +347,8 @@ const (
 	InstanceFull
 	// RunChanged: the run was written since Version (or is gone); nothing was written.
 	RunChanged
-	// InstanceChanged: the instance published a new descriptor since InstanceVersion (or its
-	// entry expired); nothing was written.
+	// InstanceChanged: the instance's descriptor no longer has the shape InstanceVersion
+	// names (or its entry expired); nothing was written.
 	InstanceChanged
 )
 
@@ -373,7 +374,7 @@ type Assigner interface {
 	// ClaimRuns is Queue.Claim that also returns each claimed run and its record version.
 	ClaimRuns(ctx context.Context, pumpID string, max int, visibility time.Duration) ([]ClaimedRun, error)
 	// ListInstanceVersions is Registry.ListInstances with each descriptor's registry version
-	// (versions[i] is insts[i]'s; every PutInstance gives a new one).
+	// (versions[i] is insts[i]'s, its DescriptorShape).
 	ListInstanceVersions(ctx context.Context) (insts []*messages.CapacityDescriptor, versions []int64, err error)
 	// GetRunVersion returns a run and its record version, or ErrNotFound.
 	GetRunVersion(ctx context.Context, id string) (*messages.SharedRun, int64, error)

@@ -53,16 +53,17 @@ const (
 // indexes it as scriptCreateRun does.
 // KEYS[1..7] and ARGV[1] as every queue script (qlib); KEYS[8] run hash, KEYS[9] holds zset,
 // KEYS[10] ledger list, KEYS[11] all-runs index, KEYS[12] tenant index, KEYS[13] instance
-// deadline zset. ARGV[2] expected ver, ARGV[3] run pb, ARGV[4] now, ARGV[5] hold deadline,
-// ARGV[6] run id, ARGV[7] limit, ARGV[8] created_at score, ARGV[9] expected instance version
-// (its registry deadline; '0' unchecked), ARGV[10] instance id, ARGV[11..] ledger entry pbs.
-// Returns {code, live holds}: code 0 assigned, 1 full, 2 run changed, 3 instance changed.
+// deadline zset, KEYS[14] instance shape hash. ARGV[2] expected ver, ARGV[3] run pb, ARGV[4]
+// now, ARGV[5] hold deadline, ARGV[6] run id, ARGV[7] limit, ARGV[8] created_at score,
+// ARGV[9] expected instance version (its shape; '0' unchecked), ARGV[10] instance id,
+// ARGV[11..] ledger entry pbs. Returns {code, live holds}: code 0 assigned, 1 full, 2 run
+// changed, 3 instance changed.
 var scriptAssign = redis.NewScript(qlib + `
 local id = ARGV[6]
 redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', ARGV[4])
 if ARGV[9] ~= '0' then
   local dl = redis.call('ZSCORE', KEYS[13], ARGV[10])
-  if not dl or tonumber(dl) ~= tonumber(ARGV[9]) or tonumber(dl) <= tonumber(ARGV[4]) then
+  if not dl or tonumber(dl) <= tonumber(ARGV[4]) or redis.call('HGET', KEYS[14], ARGV[10]) ~= ARGV[9] then
     return {3, redis.call('ZCARD', KEYS[9])}
   end
 end
@@ -196,7 +197,7 @@ func (s *Store) Assign(ctx context.Context, a store.Assignment) (store.AssignRes
 		args = append(args, b)
 	}
 	keys := append(s.qKeys(), s.runKey(id), s.resvKey(a.InstanceID), s.ledgerKey(id),
-		s.runsIndex(), s.tenantRunsIndex(r.TenantId), s.instDeadlines())
+		s.runsIndex(), s.tenantRunsIndex(r.TenantId), s.instDeadlines(), s.instShapes())
 	res, err := s.runScript(ctx, "assign "+id+" to "+a.InstanceID, scriptAssign, keys, args...)
 	if err != nil {
 		return 0, 0, err
@@ -222,28 +223,30 @@ func maxInt(a, b int) int {
 }
 
 // scriptListInstances drops expired registry entries and returns the live ones with their
-// deadlines (their registry versions). KEYS[1] deadline zset. ARGV[1] now, ARGV[2] instance
-// key prefix. Returns a flat list id, deadline, pb or false, ...
+// shapes (their registry versions). KEYS[1] deadline zset, KEYS[2] shape hash. ARGV[1] now,
+// ARGV[2] instance key prefix. Returns a flat list id, shape or false, pb or false, ...
 var scriptListInstances = redis.NewScript(`
 local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
 for _, id in ipairs(gone) do
   redis.call('ZREM', KEYS[1], id)
   redis.call('DEL', ARGV[2] .. id)
+  redis.call('HDEL', KEYS[2], id)
 end
-local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[1], '+inf', 'WITHSCORES')
+local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[1], '+inf')
 local out = {}
-for i = 1, #live, 2 do
-  out[#out + 1] = live[i]
-  out[#out + 1] = live[i + 1]
-  out[#out + 1] = redis.call('GET', ARGV[2] .. live[i])
+for _, id in ipairs(live) do
+  out[#out + 1] = id
+  out[#out + 1] = redis.call('HGET', KEYS[2], id)
+  out[#out + 1] = redis.call('GET', ARGV[2] .. id)
 end
 return out
 `)
 
-// ListInstanceVersions lists the live instances and their registry deadlines (microseconds)
-// as versions in one script. See store.Assigner.
+// ListInstanceVersions lists the live instances and their shapes (store.DescriptorShape, as
+// PutInstance stored them) as versions in one script. See store.Assigner.
 func (s *Store) ListInstanceVersions(ctx context.Context) ([]*messages.CapacityDescriptor, []int64, error) {
-	res, err := s.runScript(ctx, "list instance versions", scriptListInstances, []string{s.instDeadlines()}, s.nowMicros(), s.k("inst", ""))
+	res, err := s.runScript(ctx, "list instance versions", scriptListInstances, []string{s.instDeadlines(), s.instShapes()},
+		s.nowMicros(), s.k("inst", ""))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -254,18 +257,23 @@ func (s *Store) ListInstanceVersions(ctx context.Context) ([]*messages.CapacityD
 	}
 	items := make([]item, 0, len(flat)/3)
 	for i := 0; i+2 < len(flat); i += 3 {
-		dl, ok1 := asString(flat[i+1])
-		b, ok2 := asString(flat[i+2])
-		if !ok1 || !ok2 {
+		b, ok := asString(flat[i+2])
+		if !ok {
 			continue // deleted between the range and the read
-		}
-		ver, err := strconv.ParseInt(dl, 10, 64)
-		if err != nil {
-			return nil, nil, fmt.Errorf("redisstore: list instance versions: deadline %q: %w", dl, err)
 		}
 		d := &messages.CapacityDescriptor{}
 		if err := unmarshal("instance", []byte(b), d); err != nil {
 			return nil, nil, err
+		}
+		// An entry stored without a shape (by an older version) is listed with the shape it
+		// would have; Assign refuses it until the instance publishes again.
+		ver := store.DescriptorShape(d)
+		if sh, ok := asString(flat[i+1]); ok {
+			v, err := strconv.ParseInt(sh, 10, 64)
+			if err != nil {
+				return nil, nil, fmt.Errorf("redisstore: list instance versions: shape %q: %w", sh, err)
+			}
+			ver = v
 		}
 		items = append(items, item{d, ver})
 	}

@@ -20,6 +20,7 @@ var assignTests = []contractTest{
 	{"Assign_changedRun", testAssignChangedRun},
 	{"Assign_createsRun", testAssignCreatesRun},
 	{"Assign_instanceChanged", testAssignInstanceChanged},
+	{"Assign_loadChangeKeepsVersion", testAssignLoadChangeKeepsVersion},
 	{"Assign_keepsTenantQueues", testAssignKeepsTenantQueues},
 }
 
@@ -278,6 +279,43 @@ func testAssignInstanceChanged(t *testing.T, e *env) {
 	res, _, err = a.Assign(e.ctx, as)
 	noErr(t, err)
 	equal(t, "expired entry", res, store.InstanceChanged)
+}
+
+// testAssignLoadChangeKeepsVersion checks that a publication that changes only an instance's
+// load (its run and worker counts, free slots, heartbeat) keeps its registry version, so a
+// decision taken before it still holds, while a resize does not.
+func testAssignLoadChangeKeepsVersion(t *testing.T, e *env) {
+	a := assigner(t, e)
+	d := &messages.CapacityDescriptor{RuntimeInstanceId: "i1", Status: messages.InstanceReady, CanAcceptRun: true,
+		MaxConcurrentRuns: 10, AvailableRunSlots: 10, WorkerCount: 4, AvailableWorkerCount: 4, LastHeartbeatAt: 1}
+	noErr(t, e.st.PutInstance(e.ctx, d, time.Minute))
+	_, vers, err := a.ListInstanceVersions(e.ctx)
+	noErr(t, err)
+	equal(t, "listed", len(vers), 1)
+	seen := vers[0]
+	e.clock.Advance(time.Millisecond)
+	busy := &messages.CapacityDescriptor{RuntimeInstanceId: "i1", Status: messages.InstanceReady, CanAcceptRun: false,
+		MaxConcurrentRuns: 10, AvailableRunSlots: 0, RunningRunCount: 10, ActiveRunCount: 10, WorkerCount: 4,
+		ActiveWorkerCount: 4, LastHeartbeatAt: 2}
+	noErr(t, e.st.PutInstance(e.ctx, busy, time.Minute))
+	_, vers, err = a.ListInstanceVersions(e.ctx)
+	noErr(t, err)
+	equal(t, "version after a load change", vers[0], seen)
+	as := assignment(queuedRun(t, e, "r1"), "i1", 10, store.CreatedRunVersion)
+	as.InstanceVersion = seen
+	res, _, err := a.Assign(e.ctx, as)
+	noErr(t, err)
+	equal(t, "decision before a load change", res, store.Assigned)
+	// A resize is a new shape: the old version is refused.
+	e.clock.Advance(time.Millisecond)
+	resized := &messages.CapacityDescriptor{RuntimeInstanceId: "i1", Status: messages.InstanceReady, CanAcceptRun: true,
+		MaxConcurrentRuns: 5, AvailableRunSlots: 5, WorkerCount: 4, AvailableWorkerCount: 4, LastHeartbeatAt: 3}
+	noErr(t, e.st.PutInstance(e.ctx, resized, time.Minute))
+	as = assignment(queuedRun(t, e, "r2"), "i1", 10, store.CreatedRunVersion)
+	as.InstanceVersion = seen
+	res, _, err = a.Assign(e.ctx, as)
+	noErr(t, err)
+	equal(t, "decision before a resize", res, store.InstanceChanged)
 }
 
 // testAssignKeepsTenantQueues checks that ClaimRuns and Assign keep the per-tenant queues
