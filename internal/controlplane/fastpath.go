@@ -71,7 +71,13 @@ func (d *Dispatcher) fastAllowed(ctx context.Context, tenantID string) (bool, er
 	if err != nil {
 		return false, err
 	}
-	return t.MaxConcurrentRuns <= 0 && t.RunsPerSecond <= 0 && !d.contended(tenantID), nil
+	return !quotaBound(t) && !d.contended(tenantID), nil
+}
+
+// quotaBound reports whether t has a quota whose hold only the fair path takes
+// (max_concurrent_runs, runs_per_second).
+func quotaBound(t *messages.TenantSettings) bool {
+	return t.MaxConcurrentRuns > 0 || t.RunsPerSecond > 0
 }
 
 // cycleFast is Cycle over a store.Assigner, for a cycle fastCycle allows.
@@ -168,6 +174,16 @@ func (d *Dispatcher) dispatchVersioned(ctx context.Context, run *messages.Shared
 	t, err := d.cfg.Tenants.Get(ctx, snap.TenantId)
 	if err != nil {
 		return Requeue, false, err
+	}
+	if d.fair != nil && quotaBound(t) {
+		// A run of a quota-bound tenant that a fast cycle claimed anyway (it was queued after
+		// the cycle read the backlog) is dispatched on the fair path, which takes the quota's
+		// hold with the slot.
+		if onlyAssign {
+			return Requeue, false, nil
+		}
+		out, err := d.DispatchRun(ctx, run.SharedRunId, pumpID, nil)
+		return out, false, err
 	}
 	f := fastDecision{d: d, run: run, ver: ver, t: t, pumpID: pumpID, pending: -1, pre: pre}
 	for try := 0; try < maxAssignTries; try++ {

@@ -1,8 +1,10 @@
 package controlplane_test
 
 import (
+	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/dairuntime/dair/internal/controlplane"
 	"github.com/dairuntime/dair/internal/ledger"
 	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/internal/store/boltstore"
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -119,4 +122,48 @@ func TestDispatcher_Cycle_staleViewCostsARetry(t *testing.T) {
 	require.EqualValues(t, 1, pending, "the run is back in the queue")
 	_, isAssigner := st.(store.Assigner)
 	require.True(t, isAssigner, "the test store takes the fast path")
+}
+
+// lateBacklog is the embedded store whose first Backlog read answers "nothing waits", as a
+// read taken just before a run was queued does.
+type lateBacklog struct {
+	*boltstore.Store
+	read atomic.Bool
+}
+
+func (s *lateBacklog) Backlog(ctx context.Context, limit int) ([]store.TenantBacklog, error) {
+	if !s.read.Swap(true) {
+		return nil, nil
+	}
+	return s.Store.Backlog(ctx, limit)
+}
+
+// TestDispatcher_Cycle_quotaBoundRunOnAFastCycleTakesItsHold: a run of a tenant with
+// max_concurrent_runs that a fast cycle claims (it was queued after the cycle read an empty
+// backlog) is dispatched with the tenant's hold, so the quota still counts it.
+func TestDispatcher_Cycle_quotaBoundRunOnAFastCycleTakesItsHold(t *testing.T) {
+	ctx := testCtx(t)
+	st := &lateBacklog{Store: openStore(t).(*boltstore.Store)}
+	p := newPlane(t, st)
+	settings := dedicated("acme")
+	settings.MaxConcurrentRuns = 1
+	require.NoError(t, st.PutTenant(ctx, settings))
+	require.NoError(t, st.PutInstance(ctx, ready("acme-runtime-1", "acme", 4), time.Minute))
+	queued(t, st, "r1", "acme")
+	queued(t, st, "r2", "acme")
+	_, _, err := p.dispatcher.Cycle(ctx, "pump-cp")
+	require.NoError(t, err)
+	require.True(t, st.read.Load(), "the cycle read the backlog")
+	held, err := st.ReservationCount(ctx, store.TenantHolds("acme"))
+	require.NoError(t, err)
+	require.Equal(t, 1, held, "tenant holds")
+	active := 0
+	for _, id := range []string{"r1", "r2"} {
+		r, err := st.GetRun(ctx, id)
+		require.NoError(t, err)
+		if r.Status == messages.RunDispatched {
+			active++
+		}
+	}
+	require.Equal(t, 1, active, "runs dispatched under a quota of 1")
 }
