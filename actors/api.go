@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/dairuntime/dair/internal/dag"
 	"github.com/dairuntime/dair/internal/history"
@@ -77,15 +76,18 @@ func (n *Node) RunSteps(ctx context.Context, run *messages.SharedRun) ([]*messag
 	return steps, err
 }
 
-// Await blocks until the run is final or ctx ends, and returns it.
+// Await blocks until the run is final or ctx ends, and returns it. A run that ends in this
+// process wakes it at once; one that ends elsewhere is seen by the node's batched read of the
+// awaited runs (every 200 ms, one store call for all waiters). Once the node stops it returns
+// the run as last read and ErrStopped.
 func (n *Node) Await(ctx context.Context, id string) (*messages.SharedRun, error) {
 	ch, cancel := n.env.hub.SubscribeTerminal(id)
 	defer cancel()
-	poll := time.NewTicker(200 * time.Millisecond)
-	defer poll.Stop()
+	polled, unwatch := n.env.awaits.watch(id)
+	defer unwatch()
 	for {
 		run, err := n.env.st.GetRun(ctx, id)
-		if err != nil && !errors.Is(err, context.DeadlineExceeded) && errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			return nil, err
 		}
 		if err == nil && messages.IsTerminalRun(run.Status) {
@@ -97,8 +99,10 @@ func (n *Node) Await(ctx context.Context, id string) (*messages.SharedRun, error
 				return run, ctx.Err()
 			}
 			return nil, ctx.Err()
+		case <-n.env.group.Stopping():
+			return run, ErrStopped
 		case <-ch:
-		case <-poll.C:
+		case <-polled:
 		}
 	}
 }

@@ -26,6 +26,7 @@ type env struct {
 	st          store.Store
 	log         *zap.Logger
 	hub         *Hub
+	awaits      *runWatch // Node.Await's batched store reads (await.go)
 	commits     *committer
 	history     *ledger.Writer
 	handlers    *step.Registry

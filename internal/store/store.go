@@ -78,6 +78,9 @@ type Runs interface {
 	CreateRun(ctx context.Context, run *messages.SharedRun) (existing *messages.SharedRun, created bool, err error)
 	// GetRun returns the run or ErrNotFound.
 	GetRun(ctx context.Context, id string) (*messages.SharedRun, error)
+	// GetRuns returns the runs of ids in one store call, in ids' order, with nil for a run
+	// that does not exist.
+	GetRuns(ctx context.Context, ids []string) ([]*messages.SharedRun, error)
 	// UpdateRun applies fn to the current run atomically (optimistic retry on Redis, one
 	// transaction on bbolt) and stores the result. fn may be called more than once; an error
 	// from fn aborts the update and is returned as is.

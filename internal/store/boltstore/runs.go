@@ -92,6 +92,28 @@ func (s *Store) GetRun(ctx context.Context, id string) (*messages.SharedRun, err
 	return r, nil
 }
 
+// GetRuns returns the runs of ids from one read transaction. See store.Runs.
+func (s *Store) GetRuns(ctx context.Context, ids []string) ([]*messages.SharedRun, error) {
+	out := make([]*messages.SharedRun, len(ids))
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		for i, id := range ids {
+			r := &messages.SharedRun{}
+			ok, err := get(tx, bRuns, []byte(id), r)
+			if err != nil {
+				return err
+			}
+			if ok {
+				out[i] = r
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("get runs", "", err)
+	}
+	return out, nil
+}
+
 // UpdateRun applies fn in one write transaction and sets UpdatedAt. fn may run more than once.
 func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*messages.SharedRun) error) (*messages.SharedRun, error) {
 	run, _, err := s.UpdateRunAndAppend(ctx, id, func(r *messages.SharedRun) (*messages.LedgerEntry, error) { return nil, fn(r) })

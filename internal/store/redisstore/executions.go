@@ -95,11 +95,16 @@ func decodeExec(id string, vals []any) (*messages.Execution, string, error) {
 
 // loadExec reads one execution and its version.
 func (s *Store) loadExec(ctx context.Context, id string) (*messages.Execution, string, error) {
-	vals, err := s.rdb.HMGet(ctx, s.execKey(id), execFields...).Result()
-	if err != nil {
+	a := make([]any, 0, 2+len(execFields))
+	a = append(a, "hmget", s.execKey(id))
+	for _, f := range execFields {
+		a = append(a, f)
+	}
+	cmd := redis.NewSliceCmd(ctx, a...)
+	if err := s.batch.do(ctx, cmd); err != nil {
 		return nil, "", fmt.Errorf("redisstore: get execution %s: %w", id, err)
 	}
-	return decodeExec(id, vals)
+	return decodeExec(id, cmd.Val())
 }
 
 // GetExecution returns the execution and its step states ordered by step id.

@@ -50,11 +50,15 @@ type Options struct {
 	// Timeout bounds dialing and each socket read or write, so calls fail promptly when Redis
 	// is down or hung. Default 1s.
 	Timeout time.Duration
+	// Flights bounds the pipelines of concurrent store calls in flight at once; calls beyond
+	// it share the next pipeline (batch.go). Default 8.
+	Flights int
 }
 
 // Store is the Redis implementation of store.Store. It is safe for concurrent use.
 type Store struct {
 	rdb    *redis.Client
+	batch  *batcher // sends the store's concurrent calls in shared pipelines
 	prefix string
 	now    func() time.Time
 
@@ -99,6 +103,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		now:    opts.Now,
 		closed: make(chan struct{}),
 	}
+	s.batch = newBatcher(s.rdb, opts.Flights)
 	if s.prefix == "" {
 		s.prefix = "dair"
 	}
@@ -199,7 +204,19 @@ func (s *Store) runScript(ctx context.Context, op string, sc *redis.Script, keys
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("redisstore: %s: %w", op, err)
 	}
-	v, err := sc.Run(ctx, s.rdb, keys, args...).Result()
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, "evalsha", sc.Hash(), len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	a = append(a, args...)
+	cmd := redis.NewCmd(ctx, a...)
+	err := s.batch.do(ctx, cmd)
+	v := cmd.Val()
+	if redis.HasErrorPrefix(err, "NOSCRIPT") {
+		// Redis restarted and lost its scripts: Run sends the source, which loads it again.
+		v, err = sc.Run(ctx, s.rdb, keys, args...).Result()
+	}
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("redisstore: %s: %w", op, err)
 	}
@@ -217,10 +234,11 @@ const (
 // loadVersioned reads the pb and ver fields of a versioned record hash. It returns
 // store.ErrNotFound when the record does not exist.
 func (s *Store) loadVersioned(ctx context.Context, key string) (pb []byte, ver string, err error) {
-	vals, err := s.rdb.HMGet(ctx, key, "pb", "ver").Result()
-	if err != nil {
+	cmd := redis.NewSliceCmd(ctx, "hmget", key, "pb", "ver")
+	if err := s.batch.do(ctx, cmd); err != nil {
 		return nil, "", err
 	}
+	vals := cmd.Val()
 	p, ok := asString(vals[0])
 	if !ok {
 		return nil, "", store.ErrNotFound

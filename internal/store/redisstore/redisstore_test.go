@@ -91,6 +91,25 @@ func TestStore_Contract(t *testing.T) {
 	})
 }
 
+// TestStore_Contract_oneFlight runs the contract with one pipeline in flight, so that its
+// concurrent cases send their commands in shared pipelines.
+func TestStore_Contract_oneFlight(t *testing.T) {
+	r := sharedRedis(t)
+	storetest.Run(t, func(t *testing.T, now func() time.Time) store.Store {
+		st, err := redisstore.Open(context.Background(), redisstore.Options{URL: r.URL(), Now: now,
+			Prefix: fmt.Sprintf("t%d", prefixSeq.Add(1)), Timeout: 5 * time.Second, Flights: 1})
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		t.Cleanup(func() {
+			if err := st.Close(); err != nil {
+				t.Errorf("close: %v", err)
+			}
+		})
+		return st
+	})
+}
+
 func TestStore_Open_errors(t *testing.T) {
 	tests := []struct {
 		name string

@@ -84,7 +84,9 @@ func (s *Store) GetRun(ctx context.Context, id string) (*messages.SharedRun, err
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("redisstore: get run %s: %w", id, err)
 	}
-	pb, err := s.rdb.HGet(ctx, s.runKey(id), "pb").Bytes()
+	cmd := redis.NewStringCmd(ctx, "hget", s.runKey(id), "pb")
+	_ = s.batch.do(ctx, cmd) // the command holds its error
+	pb, err := cmd.Bytes()
 	if err == redis.Nil {
 		return nil, fmt.Errorf("redisstore: get run %s: %w", id, store.ErrNotFound)
 	}
@@ -96,6 +98,42 @@ func (s *Store) GetRun(ctx context.Context, id string) (*messages.SharedRun, err
 		return nil, err
 	}
 	return r, nil
+}
+
+// GetRuns returns the runs of ids in one pipelined round trip. See store.Runs.
+func (s *Store) GetRuns(ctx context.Context, ids []string) ([]*messages.SharedRun, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("redisstore: get runs: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	cmds := make([]*redis.StringCmd, len(ids))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HGet(ctx, s.runKey(id), "pb")
+		}
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return nil, fmt.Errorf("redisstore: get runs: %w", err)
+	}
+	out := make([]*messages.SharedRun, len(ids))
+	for i, c := range cmds {
+		pb, err := c.Bytes()
+		if err == redis.Nil {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: get run %s: %w", ids[i], err)
+		}
+		r := &messages.SharedRun{}
+		if err := unmarshal("run", pb, r); err != nil {
+			return nil, err
+		}
+		out[i] = r
+	}
+	return out, nil
 }
 
 // UpdateRun applies fn under an optimistic compare-and-set loop and sets UpdatedAt.

@@ -16,6 +16,7 @@ var runTests = []contractTest{
 	{"CreateRun_idempotent", testCreateRunIdempotent},
 	{"GetRun_notFound", testGetRunNotFound},
 	{"GetRun_freshCopy", testGetRunFreshCopy},
+	{"GetRuns_orderAndMissing", testGetRunsOrderAndMissing},
 	{"UpdateRun_applies", testUpdateRunApplies},
 	{"UpdateRun_fnError", testUpdateRunFnError},
 	{"UpdateRun_notFound", testUpdateRunNotFound},
@@ -83,6 +84,25 @@ func testCreateRunIdempotent(t *testing.T, e *env) {
 func testGetRunNotFound(t *testing.T, e *env) {
 	_, err := e.st.GetRun(e.ctx, "missing")
 	isErr(t, err, store.ErrNotFound)
+}
+
+func testGetRunsOrderAndMissing(t *testing.T, e *env) {
+	for _, id := range []string{"r1", "r2"} {
+		_, _, err := e.st.CreateRun(e.ctx, run(id, "t1"))
+		noErr(t, err)
+	}
+	_, err := e.st.UpdateRun(e.ctx, "r2", func(r *messages.SharedRun) error { r.Status = messages.RunSucceeded; return nil })
+	noErr(t, err)
+	got, err := e.st.GetRuns(e.ctx, []string{"r2", "missing", "r1"})
+	noErr(t, err)
+	equal(t, "count", len(got), 3)
+	equal(t, "first", got[0].GetSharedRunId(), "r2")
+	equal(t, "first status", got[0].GetStatus(), messages.RunSucceeded)
+	equal(t, "missing", got[1] == nil, true)
+	equal(t, "third", got[2].GetSharedRunId(), "r1")
+	none, err := e.st.GetRuns(e.ctx, nil)
+	noErr(t, err)
+	equal(t, "no ids", len(none), 0)
 }
 
 func testGetRunFreshCopy(t *testing.T, e *env) {
