@@ -166,6 +166,13 @@ func writeAssignedRun(tx *bolt.Tx, cur, r *messages.SharedRun, create bool) erro
 	if err := put(tx, bRuns, []byte(id), r); err != nil {
 		return err
 	}
+	var oldIdx []byte
+	if !create {
+		oldIdx = createdKey(cur)
+	}
+	if err := indexLive(tx, oldIdx, r); err != nil {
+		return err
+	}
 	if create {
 		return nil
 	}

@@ -3,9 +3,12 @@ package boltstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/internal/store/boltstore"
@@ -147,4 +150,46 @@ func BenchmarkCommitSteps(b *testing.B) {
 
 func BenchmarkCommitSteps_noSync(b *testing.B) {
 	storetest.BenchCommit(b, open(b, filepath.Join(b.TempDir(), "dair.db"), nil, true))
+}
+
+// TestStore_Open_buildsTheLiveRunsIndex: a database written before the live-runs index
+// existed gets it at Open, so listing by an active status still finds every run not ended.
+func TestStore_Open_buildsTheLiveRunsIndex(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "dair.db")
+	st, err := boltstore.Open(boltstore.Options{Path: path, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, status := range []string{messages.RunQueued, messages.RunSucceeded, messages.RunQueued, messages.RunFailed} {
+		if _, _, err := st.CreateRun(ctx, &messages.SharedRun{SharedRunId: fmt.Sprintf("r%d", i), TenantId: "t1", Status: status,
+			CreatedAt: int64(i + 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("runs_live")) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err = boltstore.Open(boltstore.Options{Path: path, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = st.Close() }()
+	got, err := st.ListRuns(ctx, store.RunFilter{Status: messages.RunQueued})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].SharedRunId != "r2" || got[1].SharedRunId != "r0" {
+		t.Fatalf("queued runs after the rebuild: %v", got)
+	}
 }

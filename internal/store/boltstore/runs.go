@@ -66,6 +66,9 @@ func (s *Store) CreateRun(ctx context.Context, run *messages.SharedRun) (*messag
 		if err := tx.Bucket(bRunsCreated).Put(createdKey(r), nil); err != nil {
 			return fmt.Errorf("index run %s: %w", id, err)
 		}
+		if err := indexLive(tx, nil, r); err != nil {
+			return err
+		}
 		if idem != nil {
 			if err := tx.Bucket(bRunsIdem).Put(idem, []byte(id)); err != nil {
 				return fmt.Errorf("index run %s: %w", id, err)
@@ -168,6 +171,9 @@ func (s *Store) UpdateRunAndMeter(ctx context.Context, id string, fn func(*messa
 		if err := put(tx, bRuns, []byte(id), r); err != nil {
 			return err
 		}
+		if err := indexLive(tx, oldIdx, r); err != nil {
+			return err
+		}
 		if err := bumpRunVersion(tx, id); err != nil {
 			return err
 		}
@@ -202,9 +208,13 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*messages.Sh
 		limit = defaultRunLimit
 	}
 	out := []*messages.SharedRun{}
+	index := bRunsCreated
+	if f.Status != "" && !messages.IsTerminalRun(f.Status) {
+		index = bRunsLive // recovery's scans read the runs that have not ended, not the history
+	}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		runs := tx.Bucket(bRuns)
-		c := tx.Bucket(bRunsCreated).Cursor()
+		c := tx.Bucket(index).Cursor()
 		for k, _ := c.First(); k != nil && len(out) < limit; k, _ = c.Next() {
 			id := k[8:]
 			v := runs.Get(id)
@@ -226,4 +236,33 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*messages.Sh
 		return nil, wrap("list runs", "", err)
 	}
 	return out, nil
+}
+
+// indexLive keeps the live-runs index in step with a write of r whose creation key was oldIdx
+// (nil for a new run): r is listed there while it is not final.
+func indexLive(tx *bolt.Tx, oldIdx []byte, r *messages.SharedRun) error {
+	b := tx.Bucket(bRunsLive)
+	if oldIdx != nil {
+		if err := b.Delete(oldIdx); err != nil {
+			return fmt.Errorf("unindex live run %s: %w", r.SharedRunId, err)
+		}
+	}
+	if messages.IsTerminalRun(r.Status) {
+		return nil
+	}
+	if err := b.Put(createdKey(r), nil); err != nil {
+		return fmt.Errorf("index live run %s: %w", r.SharedRunId, err)
+	}
+	return nil
+}
+
+// buildLiveIndex lists every run that is not final in the live-runs index.
+func buildLiveIndex(tx *bolt.Tx) error {
+	return tx.Bucket(bRuns).ForEach(func(k, v []byte) error {
+		r := &messages.SharedRun{}
+		if err := proto.Unmarshal(v, r); err != nil {
+			return fmt.Errorf("decode run %s: %w", k, err)
+		}
+		return indexLive(tx, nil, r)
+	})
 }

@@ -36,6 +36,7 @@ var (
 	bRunsIdem      = []byte("runs_idem")      // tenant \0 key -> id
 	bRunsCreated   = []byte("runs_created")   // ^createdAt \0.. id -> nil (newest first)
 	bRunsVer       = []byte("runs_ver")       // id -> record version (absent: store.CreatedRunVersion)
+	bRunsLive      = []byte("runs_live")      // as runs_created, for the runs that are not final
 	bQueueItems    = []byte("queue_items")    // runID -> queueItem
 	bQueuePending  = []byte("queue_pending")  // seq + runID -> nil
 	bQueueClaims   = []byte("queue_claims")   // deadline + runID -> nil
@@ -115,10 +116,14 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("boltstore: open %s: %w", opts.Path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range allBuckets {
+		fresh := tx.Bucket(bRunsLive) == nil
+		for _, name := range append(allBuckets[:len(allBuckets):len(allBuckets)], bRunsLive) {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("bucket %s: %w", name, err)
 			}
+		}
+		if fresh {
+			return buildLiveIndex(tx) // a file written before the index existed
 		}
 		return nil
 	})

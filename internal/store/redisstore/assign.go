@@ -53,7 +53,7 @@ const (
 // indexes it as scriptCreateRun does.
 // KEYS[1..7] and ARGV[1] as every queue script (qlib); KEYS[8] run hash, KEYS[9] holds zset,
 // KEYS[10] ledger list, KEYS[11] all-runs index, KEYS[12] tenant index, KEYS[13] instance
-// deadline zset, KEYS[14] instance shape hash. ARGV[2] expected ver, ARGV[3] run pb, ARGV[4]
+// deadline zset, KEYS[14] instance shape hash, KEYS[15] live-runs index. ARGV[2] expected ver, ARGV[3] run pb, ARGV[4]
 // now, ARGV[5] hold deadline, ARGV[6] run id, ARGV[7] limit, ARGV[8] created_at score,
 // ARGV[9] expected instance version (its shape; '0' unchecked), ARGV[10] instance id,
 // ARGV[11..] ledger entry pbs. Returns {code, live holds}: code 0 assigned, 1 full, 2 run
@@ -77,6 +77,7 @@ if not redis.call('ZSCORE', KEYS[9], id) and redis.call('ZCARD', KEYS[9]) >= ton
   return {1, redis.call('ZCARD', KEYS[9])}
 end
 redis.call('ZADD', KEYS[9], ARGV[5], id)
+redis.call('ZADD', KEYS[15], ARGV[8], id)
 if create then
   redis.call('HSET', KEYS[8], 'pb', ARGV[3], 'ver', '1')
   redis.call('ZADD', KEYS[11], ARGV[8], id)
@@ -197,7 +198,7 @@ func (s *Store) Assign(ctx context.Context, a store.Assignment) (store.AssignRes
 		args = append(args, b)
 	}
 	keys := append(s.qKeys(), s.runKey(id), s.resvKey(a.InstanceID), s.ledgerKey(id),
-		s.runsIndex(), s.tenantRunsIndex(r.TenantId), s.instDeadlines(), s.instShapes())
+		s.runsIndex(), s.tenantRunsIndex(r.TenantId), s.instDeadlines(), s.instShapes(), s.liveIndex())
 	res, err := s.runScript(ctx, "assign "+id+" to "+a.InstanceID, scriptAssign, keys, args...)
 	if err != nil {
 		return 0, 0, err

@@ -118,6 +118,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			return nil, s.closeAfter(fmt.Errorf("redisstore: load script: %w", err))
 		}
 	}
+	if err := s.buildLiveIndex(ctx); err != nil {
+		return nil, s.closeAfter(fmt.Errorf("redisstore: index live runs: %w", err))
+	}
 	return s, nil
 }
 
@@ -267,6 +270,7 @@ type casWrite struct {
 	next, item []byte
 	usage      []byte
 	tenant     string
+	live       []any // liveLib's arguments (runs only)
 }
 
 // updateVersionedAppend is updateVersioned whose apply may also return an item to push onto
@@ -288,7 +292,7 @@ func (s *Store) updateVersionedAppend(ctx context.Context, op, key, listKey stri
 		}
 		var code, seq int64
 		if len(w.item) == 0 {
-			res, err := s.runScript(ctx, op, scriptCAS, []string{key}, ver, w.next)
+			res, err := s.runScript(ctx, op, scriptCAS, []string{key}, append([]any{ver, w.next}, w.live...)...)
 			if err != nil {
 				return 0, err
 			}
@@ -298,7 +302,10 @@ func (s *Store) updateVersionedAppend(ctx context.Context, op, key, listKey stri
 			if len(w.usage) > 0 {
 				keys = append(keys, s.usageKey(w.tenant), s.usageTenants())
 				args = append(args, w.usage, w.tenant)
+			} else if len(w.live) > 0 {
+				args = append(args, "", "") // liveLib's arguments start at ARGV[6]
 			}
+			args = append(args, w.live...)
 			res, err := s.runScript(ctx, op, scriptCASAppend, keys, args...)
 			if err != nil {
 				return 0, err

@@ -4,14 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/dairuntime/dair/internal/store/redisstore"
 	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/internal/store/redisstore"
 	"github.com/dairuntime/dair/internal/store/storetest"
 	"github.com/dairuntime/dair/messages"
 	"github.com/dairuntime/dair/testkit"
@@ -267,4 +269,65 @@ func ExampleOpen() {
 		return
 	}
 	fmt.Println(run.GetSharedRunId(), created)
+}
+
+// TestStore_ListRuns_activeStatusReadsOnlyLiveRuns: the runs that ended leave the live-runs
+// index, so listing by an active status (what recovery does every round) reads the runs that
+// have not ended, not the whole history; and a store written before the index existed gets it
+// at Open.
+func TestStore_ListRuns_activeStatusReadsOnlyLiveRuns(t *testing.T) {
+	r := sharedRedis(t)
+	ctx := context.Background()
+	prefix := fmt.Sprintf("t%d", prefixSeq.Add(1))
+	open := func() *redisstore.Store {
+		st, err := redisstore.Open(ctx, redisstore.Options{URL: r.URL(), Prefix: prefix, Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}
+	st := open()
+	for i := range 300 {
+		id := fmt.Sprintf("r%03d", i)
+		if _, _, err := st.CreateRun(ctx, &messages.SharedRun{SharedRunId: id, TenantId: "t1", Status: messages.RunQueued}); err != nil {
+			t.Fatal(err)
+		}
+		if i%100 == 0 {
+			continue // r000, r100, r200 stay queued
+		}
+		if _, err := st.UpdateRun(ctx, id, func(r *messages.SharedRun) error { r.Status = messages.RunSucceeded; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr()})
+	defer func() { _ = rdb.Close() }()
+	liveKey := prefix + ":liveruns"
+	if n := rdb.ZCard(ctx, liveKey).Val(); n != 3 {
+		t.Fatalf("live-runs index holds %d runs, want 3", n)
+	}
+	check := func(when string) {
+		t.Helper()
+		got, err := st.ListRuns(ctx, store.RunFilter{Status: messages.RunQueued, TenantID: "t1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range got {
+			ids = append(ids, r.SharedRunId)
+		}
+		if strings.Join(ids, ",") != "r200,r100,r000" {
+			t.Fatalf("%s: queued runs %v, want r200,r100,r000", when, ids)
+		}
+	}
+	check("indexed by their writes")
+	// A key space written before the index existed: Open builds it.
+	if err := rdb.Del(ctx, liveKey, prefix+":liveruns:built").Err(); err != nil {
+		t.Fatal(err)
+	}
+	st = open()
+	if n := rdb.ZCard(ctx, liveKey).Val(); n != 3 {
+		t.Fatalf("rebuilt live-runs index holds %d runs, want 3", n)
+	}
+	check("rebuilt at Open")
 }

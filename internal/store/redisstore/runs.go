@@ -21,6 +21,20 @@ const runPage = 256
 
 func (s *Store) runKey(id string) string { return s.k("run", id) }
 func (s *Store) runsIndex() string       { return s.k("runs") }
+
+// liveIndex is the index of the runs that are not final (same scores as runsIndex): recovery
+// and repair list runs by an active status, and scanning every run ever made for them would
+// grow with the history.
+func (s *Store) liveIndex() string { return s.k("liveruns") }
+
+// liveArgs are liveLib's arguments for a write of r.
+func (s *Store) liveArgs(r *messages.SharedRun) []any {
+	op := "add"
+	if messages.IsTerminalRun(r.Status) {
+		op = "rem"
+	}
+	return []any{s.liveIndex(), op, r.SharedRunId, r.CreatedAt}
+}
 func (s *Store) tenantRunsIndex(tenant string) string {
 	return s.k("runs", "t", tenant)
 }
@@ -51,10 +65,14 @@ func (s *Store) CreateRun(ctx context.Context, run *messages.SharedRun) (*messag
 	if r.IdempotencyKey != "" {
 		hasIdem = "1"
 	}
+	live := "1"
+	if messages.IsTerminalRun(r.Status) {
+		live = "0"
+	}
 	keys := []string{s.runKey(r.SharedRunId), s.idemKey(r.TenantId, r.IdempotencyKey),
-		s.runsIndex(), s.tenantRunsIndex(r.TenantId)}
+		s.runsIndex(), s.tenantRunsIndex(r.TenantId), s.liveIndex()}
 	res, err := s.runScript(ctx, "create run "+r.SharedRunId, scriptCreateRun, keys,
-		pb, r.CreatedAt, r.SharedRunId, hasIdem, s.k("run", ""))
+		pb, r.CreatedAt, r.SharedRunId, hasIdem, s.k("run", ""), live)
 	if err != nil {
 		return nil, false, err
 	}
@@ -172,7 +190,7 @@ func (s *Store) UpdateRunAndMeter(ctx context.Context, id string, fn func(*messa
 		}
 		r.UpdatedAt = s.now().UnixNano()
 		out, entry = r, nil
-		var w casWrite
+		w := casWrite{live: s.liveArgs(r)}
 		if w.next, err = marshal("run", r); err != nil || le == nil {
 			return w, err
 		}
@@ -212,7 +230,10 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*messages.Sh
 		limit = defaultRunLimit
 	}
 	index := s.runsIndex()
-	if f.TenantID != "" {
+	switch {
+	case f.Status != "" && !messages.IsTerminalRun(f.Status):
+		index = s.liveIndex()
+	case f.TenantID != "":
 		index = s.tenantRunsIndex(f.TenantID)
 	}
 	var (
@@ -254,7 +275,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*messages.Sh
 			if err := unmarshal("run", pb, r); err != nil {
 				return nil, err
 			}
-			if f.Status != "" && r.Status != f.Status {
+			if (f.Status != "" && r.Status != f.Status) || (f.TenantID != "" && r.TenantId != f.TenantID) {
 				continue
 			}
 			matched = append(matched, r)
@@ -279,4 +300,40 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*messages.Sh
 		matched = []*messages.SharedRun{}
 	}
 	return matched, nil
+}
+
+// buildLiveIndex indexes the runs that are not final once per key space (marked by
+// liveruns:built): a store written before the index existed gets it at its first Open. A
+// run written meanwhile is indexed by its own write; one that ends meanwhile may stay listed,
+// which costs a read (ListRuns filters by status), never a missed run.
+func (s *Store) buildLiveIndex(ctx context.Context) error {
+	marker := s.k("liveruns", "built")
+	if n, err := s.rdb.Exists(ctx, marker).Result(); err != nil || n == 1 {
+		return err
+	}
+	for start := int64(0); ; start += runPage {
+		ids, err := s.rdb.ZRange(ctx, s.runsIndex(), start, start+runPage-1).Result()
+		if err != nil {
+			return err
+		}
+		runs, err := s.GetRuns(ctx, ids)
+		if err != nil {
+			return err
+		}
+		var live []redis.Z
+		for _, r := range runs {
+			if r != nil && !messages.IsTerminalRun(r.Status) {
+				live = append(live, redis.Z{Score: float64(r.CreatedAt), Member: r.SharedRunId})
+			}
+		}
+		if len(live) > 0 {
+			if err := s.rdb.ZAdd(ctx, s.liveIndex(), live...).Err(); err != nil {
+				return err
+			}
+		}
+		if len(ids) < runPage {
+			break
+		}
+	}
+	return s.rdb.Set(ctx, marker, "1", 0).Err()
 }

@@ -7,22 +7,39 @@ import "github.com/redis/go-redis/v9"
 // Cluster, so every key lives on the one server. Deadlines and "now" are Unix microseconds.
 
 // scriptCAS writes a versioned record if its version is unchanged.
-// KEYS[1] record hash. ARGV[1] expected ver, ARGV[2] new pb.
-// Returns -1 missing, 0 conflict, 1 written.
-var scriptCAS = redis.NewScript(`
+// KEYS[1] record hash. ARGV[1] expected ver, ARGV[2] new pb, and optionally (liveLib's
+// arguments) ARGV[3] live-runs index key or ”, ARGV[4] 'add' or 'rem', ARGV[5] run id,
+// ARGV[6] its score. Returns -1 missing, 0 conflict, 1 written.
+var scriptCAS = redis.NewScript(liveLib + `
 local v = redis.call('HGET', KEYS[1], 'ver')
 if not v then return -1 end
 if v ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'pb', ARGV[2])
 redis.call('HINCRBY', KEYS[1], 'ver', 1)
+live(3)
 return 1
 `)
 
+// liveLib keeps the live-runs index (the runs that are not final, which recovery and repair
+// scan) with a run's write: live(i) reads ARGV[i] the index key (” or absent: nothing to
+// do), ARGV[i+1] 'add' or 'rem', ARGV[i+2] the run id and ARGV[i+3] its score.
+const liveLib = `
+local function live(i)
+  local key = ARGV[i]
+  if not key or key == '' then return end
+  if ARGV[i + 1] == 'add' then
+    redis.call('ZADD', key, ARGV[i + 3], ARGV[i + 2])
+  else
+    redis.call('ZREM', key, ARGV[i + 2])
+  end
+end
+`
+
 // scriptCASAppend is scriptCAS that also pushes ARGV[3] onto the list KEYS[2] when the write
 // happens and, when KEYS[3] and KEYS[4] are given, ARGV[4] (a usage event) onto the usage list
-// KEYS[3] with ARGV[5] (its tenant) added to the set KEYS[4]. Returns {code, new length of
-// KEYS[2]} with code as scriptCAS's.
-var scriptCASAppend = redis.NewScript(`
+// KEYS[3] with ARGV[5] (its tenant) added to the set KEYS[4]. ARGV[6..9] are liveLib's
+// (optional). Returns {code, new length of KEYS[2]} with code as scriptCAS's.
+var scriptCASAppend = redis.NewScript(liveLib + `
 local v = redis.call('HGET', KEYS[1], 'ver')
 if not v then return {-1, 0} end
 if v ~= ARGV[1] then return {0, 0} end
@@ -33,13 +50,15 @@ if #KEYS >= 4 then
   redis.call('RPUSH', KEYS[3], ARGV[4])
   redis.call('SADD', KEYS[4], ARGV[5])
 end
+live(6)
 return {1, n}
 `)
 
 // scriptCreateRun stores a run unless its id or its tenant's idempotency key is taken.
-// KEYS[1] run hash, KEYS[2] idempotency key, KEYS[3] all-runs index, KEYS[4] tenant index.
-// ARGV[1] pb, ARGV[2] created_at score, ARGV[3] id, ARGV[4] '1' when an idempotency key is
-// set, ARGV[5] run key prefix. Returns {1} created, {0, pb} existing by key, {2} id taken.
+// KEYS[1] run hash, KEYS[2] idempotency key, KEYS[3] all-runs index, KEYS[4] tenant index,
+// KEYS[5] live-runs index. ARGV[1] pb, ARGV[2] created_at score, ARGV[3] id, ARGV[4] '1' when
+// an idempotency key is set, ARGV[5] run key prefix, ARGV[6] '1' when the run is not final.
+// Returns {1} created, {0, pb} existing by key, {2} id taken.
 var scriptCreateRun = redis.NewScript(`
 if ARGV[4] == '1' then
   local ex = redis.call('GET', KEYS[2])
@@ -53,6 +72,7 @@ redis.call('HSET', KEYS[1], 'pb', ARGV[1], 'ver', '1')
 if ARGV[4] == '1' then redis.call('SET', KEYS[2], ARGV[3]) end
 redis.call('ZADD', KEYS[3], ARGV[2], ARGV[3])
 redis.call('ZADD', KEYS[4], ARGV[2], ARGV[3])
+if ARGV[6] == '1' then redis.call('ZADD', KEYS[5], ARGV[2], ARGV[3]) end
 return {1}
 `)
 
