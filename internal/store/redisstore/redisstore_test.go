@@ -69,11 +69,16 @@ func sharedRedis(tb testing.TB) *testkit.Redis {
 
 // openTest opens a store with a fresh prefix on r and closes it at the end of the test.
 func openTest(tb testing.TB, r *testkit.Redis, now func() time.Time) *redisstore.Store {
+	return openFlights(tb, r, now, 0)
+}
+
+// openFlights is openTest with Options.Flights (0: the default).
+func openFlights(tb testing.TB, r *testkit.Redis, now func() time.Time, flights int) *redisstore.Store {
 	tb.Helper()
 	st, err := redisstore.Open(context.Background(), redisstore.Options{
 		URL: r.URL(), Now: now, Prefix: fmt.Sprintf("t%d", prefixSeq.Add(1)),
 		// Generous: shared CI machines stall Redis for hundreds of milliseconds under load.
-		Timeout: 5 * time.Second,
+		Timeout: 5 * time.Second, Flights: flights,
 	})
 	if err != nil {
 		tb.Fatalf("open: %v", err)
@@ -98,17 +103,7 @@ func TestStore_Contract(t *testing.T) {
 func TestStore_Contract_oneFlight(t *testing.T) {
 	r := sharedRedis(t)
 	storetest.Run(t, func(t *testing.T, now func() time.Time) store.Store {
-		st, err := redisstore.Open(context.Background(), redisstore.Options{URL: r.URL(), Now: now,
-			Prefix: fmt.Sprintf("t%d", prefixSeq.Add(1)), Timeout: 5 * time.Second, Flights: 1})
-		if err != nil {
-			t.Fatalf("open: %v", err)
-		}
-		t.Cleanup(func() {
-			if err := st.Close(); err != nil {
-				t.Errorf("close: %v", err)
-			}
-		})
-		return st
+		return openFlights(t, r, now, 1)
 	})
 }
 
