@@ -267,17 +267,18 @@ func TestQuota_maxQueuedRuns(t *testing.T) {
 	}
 }
 
-// TestQuota_runsPerSecond: with runs_per_second 25 (burst 8) and plenty of capacity, 58 runs
-// queued at once start with a burst of 8, then at 25 runs/s within ±10% (50 intervals over
-// about 2 s, measured from the burst's last start).
+// TestQuota_runsPerSecond: with runs_per_second 25 (burst 8) and plenty of capacity, 258 runs
+// queued at once start with a burst of 8, then at 25 runs/s within ±10% over 10 s (250
+// intervals, measured from the burst's last start: a window long enough that a loaded
+// machine's scheduling delays at its ends do not decide the figure).
 func TestQuota_runsPerSecond(t *testing.T) {
 	for _, b := range testkit.Backends {
 		t.Run(string(b), func(t *testing.T) {
-			const rate, burst, runs = 25.0, 8, 58
+			const rate, burst, runs = 25.0, 8, 258
 			s := &starts{hold: time.Millisecond}
 			n := startPool(t, b, 16, s, &messages.TenantSettings{TenantId: "paced", RunsPerSecond: rate, RunsBurst: burst})
 			ids := submitMany(t, n, "paced", runs)
-			waitStarted(t, s, runs, 30*time.Second)
+			waitStarted(t, s, runs, 60*time.Second)
 			_, at := s.snapshot()
 			got := float64(runs-burst) / at[runs-1].Sub(at[burst-1]).Seconds()
 			t.Logf("dispatch rate %.2f runs/s (want %.0f±10%%)", got, rate)
