@@ -92,7 +92,7 @@ func (in *instance) Receive(c actor.Context) {
 		in.env.pub.remove(in.spec.ID)
 		in.releaseHolds()
 	case *heartbeatTick:
-		in.publish(c)
+		in.heartbeat(c)
 	case *messages.DispatchRequest:
 		c.Respond(in.dispatch(c, m))
 	case *runFinished:
@@ -143,7 +143,7 @@ func (in *instance) start(c actor.Context) {
 	in.execs = map[string]*runEntry{}
 	in.env.dir.put(in.spec.ID, c.Self())
 	in.stopTick = in.env.tick(c.Self(), in.env.cfg.HeartbeatInterval, &heartbeatTick{})
-	in.publish(c)
+	in.heartbeat(c)
 	if in.restarted {
 		in.rehydrate(c)
 	}

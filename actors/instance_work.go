@@ -215,8 +215,16 @@ func (in *instance) descriptor(c actor.Context) *messages.CapacityDescriptor {
 	return d
 }
 
-// publish hands the current descriptor and the held reservations to the node's publisher,
-// which writes the latest state of each instance to the store.
+// publish hands the current descriptor to the node's publisher, which writes the latest state
+// of each instance to the store (after a dispatch, a finished run, a control operation).
 func (in *instance) publish(c actor.Context) {
+	in.env.pub.put(in.descriptor(c), nil)
+}
+
+// heartbeat is publish that also has the publisher extend the slot holds of every run the
+// instance has. Only heartbeats do: a hold outlives several of them, and listing every hold at
+// each dispatch and finished run cost a copy of the list per run and a refresh of every hold in
+// the store per publication.
+func (in *instance) heartbeat(c actor.Context) {
 	in.env.pub.put(in.descriptor(c), in.q.Holds())
 }

@@ -70,9 +70,13 @@ func (p *publisher) setOnDead(fn func()) {
 	p.mu.Unlock()
 }
 
-// put hands the latest state of an instance to the publisher. It does not block.
+// put hands the latest state of an instance to the publisher, with the runs whose holds to
+// extend (nil: none; a pending extension not yet written is kept). It does not block.
 func (p *publisher) put(d *messages.CapacityDescriptor, runs []string) {
 	p.mu.Lock()
+	if runs == nil {
+		runs = p.pending[d.RuntimeInstanceId].runs
+	}
 	p.pending[d.RuntimeInstanceId] = pubState{d: d, runs: runs}
 	delete(p.removed, d.RuntimeInstanceId)
 	p.mu.Unlock()
