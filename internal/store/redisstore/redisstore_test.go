@@ -249,3 +249,26 @@ func ExampleOpen() {
 	}
 	fmt.Println(run.GetSharedRunId(), created)
 }
+
+func TestStore_ReadLedgers(t *testing.T) {
+	ctx := context.Background()
+	st := openTest(t, sharedRedis(t), nil)
+	for _, e := range []*messages.LedgerEntry{
+		{SharedRunId: "r1", Kind: messages.KindSubmitted}, {SharedRunId: "r1", Kind: messages.KindDispatch},
+		{SharedRunId: "r2", Kind: messages.KindSubmitted},
+	} {
+		if _, err := st.Append(ctx, e); err != nil {
+			t.Fatalf("append: %v", err)
+		}
+	}
+	got, err := st.ReadLedgers(ctx, map[string]int64{"r1": 1, "r2": 1, "r3": 0})
+	if err != nil {
+		t.Fatalf("read ledgers: %v", err)
+	}
+	if len(got) != 1 || len(got["r1"]) != 1 {
+		t.Fatalf("read ledgers = %v, want r1's second entry only", got)
+	}
+	if e := got["r1"][0]; e.Seq != 2 || e.Kind != messages.KindDispatch || e.SharedRunId != "r1" {
+		t.Fatalf("r1 entry = %v, want seq 2 dispatch", e)
+	}
+}
