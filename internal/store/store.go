@@ -271,6 +271,14 @@ type Leases interface {
 	ReleaseLease(ctx context.Context, name, holder string) error
 }
 
+// LeaseReader reads a lease without taking it: an optional capability of a backend, checked
+// by type assertion. It blocks on I/O and is goroutine-safe.
+type LeaseReader interface {
+	// LeaseExpiry returns when name's lease lapses and who holds it, or the zero time and ""
+	// when it is free (never taken, released, or lapsed by the store's clock).
+	LeaseExpiry(ctx context.Context, name string) (until time.Time, holder string, err error)
+}
+
 // TenantStates stores the lifecycle state of each tenant's runtime scope (last seen,
 // scaled to zero, ensured).
 type TenantStates interface {
