@@ -279,6 +279,57 @@ type LeaseReader interface {
 	LeaseExpiry(ctx context.Context, name string) (until time.Time, holder string, err error)
 }
 
+// Requeue is one run of a Recovery batch: a run assigned to the lost instance From goes back to
+// the shared queue, its execution fenced first.
+type Requeue struct {
+	// RunID is the run.
+	RunID string
+	// ExecutionID is its execution, fenced as FenceExecution(ExecutionID, Owner, From) does;
+	// "" (or an execution that does not exist) fences nothing, at epoch 0.
+	ExecutionID string
+	// From is the lost instance: the execution is fenced only while it is on From or on none,
+	// and the run's hold on From is released when it moves.
+	From string
+	// Owner is the fenced execution's owner.
+	Owner string
+	// Take is called with the run's current record once the execution is fenced (possibly more
+	// than once): it reports whether the run goes back to the queue, and may change it. Its
+	// status is then set to queued.
+	Take func(run *messages.SharedRun) bool
+	// Entry returns the ledger entry written with the requeue, given the fence's epoch.
+	Entry func(epoch int64) *messages.LedgerEntry
+}
+
+// RequeueResult is what a Recovery batch did with one Requeue.
+type RequeueResult struct {
+	// Epoch is the execution's epoch after the fence (0: no execution).
+	Epoch int64
+	// Fenced is false when the execution belongs to another instance (a newer activation
+	// took it): nothing was written for this run.
+	Fenced bool
+	// Moved: the run went back to the queue (with its entry), its hold on From is released
+	// and it is enqueued.
+	Moved bool
+	// Err is this run's failure; the batch's other runs went on.
+	Err error
+}
+
+// Recovery is the batched recovery capability of a backend (an optional interface, checked by
+// type assertion): the writes that move runs off a lost instance, for many runs in a few round
+// trips. It blocks on I/O and is goroutine-safe.
+type Recovery interface {
+	// RequeueRuns does for each run of batch, independently, what FenceExecution,
+	// UpdateRunAndAppend, ReleaseReservation and Enqueue do one after the other: it fences
+	// the run's execution, then, when Take accepts the run, marks it queued with its entry
+	// appended in the same write, releases its hold on From and enqueues it. Every step is
+	// conditional, so a batch that repeats or overlaps another recovery of the same runs moves
+	// each at most once (a repeated fence of an execution on no instance bumps its epoch
+	// again). results[i] is batch[i]'s. err is a failure of the call itself (the store is
+	// unreachable): its runs may then be left at any step, fenced but not requeued included,
+	// and another recovery must take them up.
+	RequeueRuns(ctx context.Context, batch []Requeue) (results []RequeueResult, err error)
+}
+
 // TenantStates stores the lifecycle state of each tenant's runtime scope (last seen,
 // scaled to zero, ensured).
 type TenantStates interface {

@@ -4,14 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/dairuntime/dair/internal/store/redisstore"
 	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/internal/store/redisstore"
 	"github.com/dairuntime/dair/internal/store/storetest"
 	"github.com/dairuntime/dair/messages"
 	"github.com/dairuntime/dair/testkit"
@@ -271,4 +273,49 @@ func TestStore_ReadLedgers(t *testing.T) {
 	if e := got["r1"][0]; e.Seq != 2 || e.Kind != messages.KindDispatch || e.SharedRunId != "r1" {
 		t.Fatalf("r1 entry = %v, want seq 2 dispatch", e)
 	}
+}
+
+// TestStore_RequeueRuns_changedRunAndFlushedScripts: a run written between RequeueRuns' read
+// and its write is read again and requeued on its own (Take sees the new record), and scripts
+// flushed from Redis (a restart) are loaded again.
+func TestStore_RequeueRuns_changedRunAndFlushedScripts(t *testing.T) {
+	ctx := context.Background()
+	st := openTest(t, sharedRedis(t), nil)
+	for _, id := range []string{"r1", "r2"} {
+		_, _, err := st.CreateRun(ctx, &messages.SharedRun{SharedRunId: id, TenantId: "t1", Status: messages.RunRunning,
+			AssignedRuntimeInstanceId: "lost", ExecutionId: "x" + id})
+		require.NoError(t, err)
+		require.NoError(t, st.CreateExecution(ctx, &messages.Execution{ExecutionId: "x" + id, SharedRunId: id, RuntimeInstanceId: "lost", Epoch: 1}))
+	}
+	require.NoError(t, st.Client().ScriptFlush(ctx).Err())
+	takes := 0
+	rq := func(id string) store.Requeue {
+		return store.Requeue{RunID: id, ExecutionID: "x" + id, From: "lost", Owner: "recovery:a",
+			Take: func(r *messages.SharedRun) bool {
+				if id == "r1" {
+					if takes++; takes == 1 { // a writer gets in between the read and the write
+						_, err := st.UpdateRun(ctx, id, func(r *messages.SharedRun) error { r.FailureReason = "meanwhile"; return nil })
+						require.NoError(t, err)
+					}
+				}
+				return r.Status == messages.RunRunning
+			},
+			Entry: func(epoch int64) *messages.LedgerEntry {
+				return &messages.LedgerEntry{Kind: messages.KindRecovery, Epoch: epoch}
+			}}
+	}
+	res, err := st.RequeueRuns(ctx, []store.Requeue{rq("r1"), rq("r2")})
+	require.NoError(t, err)
+	for i, r := range res {
+		require.NoError(t, r.Err, "run %d", i)
+		require.True(t, r.Moved && r.Fenced && r.Epoch == 2, "run %d: %+v", i, r)
+	}
+	require.Equal(t, 2, takes, "r1 taken again after the conflict")
+	run, err := st.GetRun(ctx, "r1")
+	require.NoError(t, err)
+	require.Equal(t, messages.RunQueued, run.Status)
+	require.Equal(t, "meanwhile", run.FailureReason, "the concurrent write is kept")
+	led, err := st.ReadLedger(ctx, "r1", 0, 0)
+	require.NoError(t, err)
+	require.Len(t, led, 1)
 }
