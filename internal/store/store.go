@@ -8,6 +8,7 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -66,8 +67,15 @@ type Store interface {
 type RunFilter struct {
 	TenantID string
 	Status   string
+	// Statuses, when set, matches a run in any of them (and Status too, when set).
+	Statuses []string
 	// Limit caps the answer; 0 means 1000.
 	Limit int
+}
+
+// MatchesStatus reports whether a run of status passes f's status fields.
+func (f RunFilter) MatchesStatus(status string) bool {
+	return (f.Status == "" || status == f.Status) && (len(f.Statuses) == 0 || slices.Contains(f.Statuses, status))
 }
 
 // Runs stores SharedRun records.

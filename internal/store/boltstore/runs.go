@@ -193,7 +193,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*messages.Sh
 			if err := proto.Unmarshal(v, r); err != nil {
 				return fmt.Errorf("decode run %s: %w", id, err)
 			}
-			if (f.TenantID != "" && r.GetTenantId() != f.TenantID) || (f.Status != "" && r.GetStatus() != f.Status) {
+			if (f.TenantID != "" && r.GetTenantId() != f.TenantID) || !f.MatchesStatus(r.GetStatus()) {
 				continue
 			}
 			out = append(out, r)

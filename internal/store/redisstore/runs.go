@@ -216,7 +216,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*messages.Sh
 			if err := unmarshal("run", pb, r); err != nil {
 				return nil, err
 			}
-			if f.Status != "" && r.Status != f.Status {
+			if !f.MatchesStatus(r.Status) {
 				continue
 			}
 			matched = append(matched, r)
