@@ -8,9 +8,12 @@ package store
 import (
 	"context"
 	"errors"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/dairuntime/dair/messages"
 )
@@ -378,6 +381,24 @@ type ClaimedRun struct {
 	Version int64
 }
 
+// AdmissionVersion is the version of what a dispatch decision reads of a descriptor, which
+// Assigner.Assign checks: it changes with every field but the counts an instance republishes
+// as it takes and finishes runs (active, available, queued and running workers and runs) and
+// its heartbeat time, so the many publications of a busy instance do not refuse decisions
+// that still hold (the store re-checks the slot count itself). It is never 0.
+func AdmissionVersion(d *messages.CapacityDescriptor) int64 {
+	c := proto.Clone(d).(*messages.CapacityDescriptor)
+	c.ActiveWorkerCount, c.AvailableWorkerCount, c.QueuedRunCount, c.RunningRunCount = 0, 0, 0, 0
+	c.ActiveRunCount, c.AvailableRunSlots, c.LastHeartbeatAt = 0, 0, 0
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(c)
+	if err != nil {
+		return 1 // unreachable for a valid message; a constant version only weakens the check
+	}
+	h := fnv.New64a()
+	h.Write(b) // never fails
+	return int64(h.Sum64()>>1) | 1
+}
+
 // Assignment is one dispatch decision carried out by Assigner.Assign in one atomic write.
 type Assignment struct {
 	// Run is the run as it is to be stored: the caller's copy with the assignment applied
@@ -390,10 +411,12 @@ type Assignment struct {
 	Version int64
 	// InstanceID is the instance whose slot the run takes; Limit its slot count.
 	InstanceID string
-	// InstanceVersion is the registry version of the descriptor the decision was taken on
-	// (ListInstanceVersions): the write happens only while it is still the instance's live
-	// descriptor, so a decision on a view older than the instance's last publication (it was
-	// paused, drained, or its capacity changed) is refused. 0 skips the check.
+	// InstanceVersion is the version of the descriptor the decision was taken on
+	// (ListInstanceVersions, an AdmissionVersion): the write happens only while the instance's
+	// live descriptor has that version, so a decision on a view older than a publication that
+	// changed what admission decides on (the instance was paused, drained, resized) is
+	// refused, as is one on an instance whose entry expired or was removed. Publications that
+	// only refresh its counts and heartbeat keep the version. 0 skips the check.
 	InstanceVersion int64
 	Limit           int
 	// TTL bounds the slot hold until the instance refreshes it.
@@ -439,8 +462,8 @@ func (r AssignResult) String() string {
 type Assigner interface {
 	// ClaimRuns is Queue.Claim that also returns each claimed run and its record version.
 	ClaimRuns(ctx context.Context, pumpID string, max int, visibility time.Duration) ([]ClaimedRun, error)
-	// ListInstanceVersions is Registry.ListInstances with each descriptor's registry version
-	// (versions[i] is insts[i]'s; every PutInstance gives a new one).
+	// ListInstanceVersions is Registry.ListInstances with each descriptor's version
+	// (versions[i] is insts[i]'s AdmissionVersion).
 	ListInstanceVersions(ctx context.Context) (insts []*messages.CapacityDescriptor, versions []int64, err error)
 	// GetRunVersion returns a run and its record version, or ErrNotFound.
 	GetRunVersion(ctx context.Context, id string) (*messages.SharedRun, int64, error)

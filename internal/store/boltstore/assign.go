@@ -112,8 +112,13 @@ func (s *Store) assignTx(tx *bolt.Tx, a store.Assignment) (store.AssignResult, i
 		return 0, 0, err
 	}
 	if a.InstanceVersion != 0 {
-		v := tx.Bucket(bInstances).Get([]byte(a.InstanceID))
-		if len(v) < 8 || decodeTime(v) != a.InstanceVersion || decodeTime(v) <= now {
+		var d *messages.CapacityDescriptor // nil: no live entry
+		if v := tx.Bucket(bInstances).Get([]byte(a.InstanceID)); v != nil {
+			if d, err = decodeInstance(v, now); err != nil {
+				return 0, 0, err
+			}
+		}
+		if d == nil || store.AdmissionVersion(d) != a.InstanceVersion {
 			_, live, err := holdSlot(tx, now, a.InstanceID, "", 0, 0)
 			return store.InstanceChanged, live, err
 		}
@@ -188,8 +193,8 @@ func dropQueueItem(tx *bolt.Tx, runID string) error {
 	return unfileTenant(tx, runID)
 }
 
-// ListInstanceVersions lists the live instances with their registry deadlines (nanoseconds)
-// as versions. See store.Assigner.
+// ListInstanceVersions lists the live instances with their admission versions. See
+// store.Assigner.
 func (s *Store) ListInstanceVersions(ctx context.Context) ([]*messages.CapacityDescriptor, []int64, error) {
 	insts, vers := []*messages.CapacityDescriptor{}, []int64{}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
@@ -200,7 +205,7 @@ func (s *Store) ListInstanceVersions(ctx context.Context) ([]*messages.CapacityD
 				return fmt.Errorf("instance %s: %w", k, err)
 			}
 			if d != nil {
-				insts, vers = append(insts, d), append(vers, decodeTime(v))
+				insts, vers = append(insts, d), append(vers, store.AdmissionVersion(d))
 			}
 			return nil
 		})

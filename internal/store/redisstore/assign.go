@@ -53,16 +53,18 @@ const (
 // indexes it as scriptCreateRun does.
 // KEYS[1..7] and ARGV[1] as every queue script (qlib); KEYS[8] run hash, KEYS[9] holds zset,
 // KEYS[10] ledger list, KEYS[11] all-runs index, KEYS[12] tenant index, KEYS[13] instance
-// deadline zset. ARGV[2] expected ver, ARGV[3] run pb, ARGV[4] now, ARGV[5] hold deadline,
-// ARGV[6] run id, ARGV[7] limit, ARGV[8] created_at score, ARGV[9] expected instance version
-// (its registry deadline; '0' unchecked), ARGV[10] instance id, ARGV[11..] ledger entry pbs.
+// deadline zset, KEYS[14] admission versions hash. ARGV[2] expected ver, ARGV[3] run pb, ARGV[4]
+// now, ARGV[5] hold deadline, ARGV[6] run id, ARGV[7] limit, ARGV[8] created_at score, ARGV[9]
+// expected instance version (its admission version, or its registry deadline for an entry
+// published without one; '0' unchecked), ARGV[10] instance id, ARGV[11..] ledger entry pbs.
 // Returns {code, live holds}: code 0 assigned, 1 full, 2 run changed, 3 instance changed.
 var scriptAssign = redis.NewScript(qlib + `
 local id = ARGV[6]
 redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', ARGV[4])
 if ARGV[9] ~= '0' then
   local dl = redis.call('ZSCORE', KEYS[13], ARGV[10])
-  if not dl or tonumber(dl) ~= tonumber(ARGV[9]) or tonumber(dl) <= tonumber(ARGV[4]) then
+  local av = redis.call('HGET', KEYS[14], ARGV[10])
+  if not dl or tonumber(dl) <= tonumber(ARGV[4]) or (av and av ~= ARGV[9]) or (not av and tonumber(dl) ~= tonumber(ARGV[9])) then
     return {3, redis.call('ZCARD', KEYS[9])}
   end
 end
@@ -196,7 +198,7 @@ func (s *Store) Assign(ctx context.Context, a store.Assignment) (store.AssignRes
 		args = append(args, b)
 	}
 	keys := append(s.qKeys(), s.runKey(id), s.resvKey(a.InstanceID), s.ledgerKey(id),
-		s.runsIndex(), s.tenantRunsIndex(r.TenantId), s.instDeadlines())
+		s.runsIndex(), s.tenantRunsIndex(r.TenantId), s.instDeadlines(), s.instVersions())
 	res, err := s.runScript(ctx, "assign "+id+" to "+a.InstanceID, scriptAssign, keys, args...)
 	if err != nil {
 		return 0, 0, err
@@ -222,28 +224,31 @@ func maxInt(a, b int) int {
 }
 
 // scriptListInstances drops expired registry entries and returns the live ones with their
-// deadlines (their registry versions). KEYS[1] deadline zset. ARGV[1] now, ARGV[2] instance
-// key prefix. Returns a flat list id, deadline, pb or false, ...
+// versions: their admission versions, or their registry deadlines for entries published
+// without one. KEYS[1] deadline zset, KEYS[2] admission versions hash. ARGV[1] now, ARGV[2]
+// instance key prefix. Returns a flat list id, version, pb or false, ...
 var scriptListInstances = redis.NewScript(`
 local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
 for _, id in ipairs(gone) do
   redis.call('ZREM', KEYS[1], id)
+  redis.call('HDEL', KEYS[2], id)
   redis.call('DEL', ARGV[2] .. id)
 end
 local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[1], '+inf', 'WITHSCORES')
 local out = {}
 for i = 1, #live, 2 do
   out[#out + 1] = live[i]
-  out[#out + 1] = live[i + 1]
+  out[#out + 1] = redis.call('HGET', KEYS[2], live[i]) or live[i + 1]
   out[#out + 1] = redis.call('GET', ARGV[2] .. live[i])
 end
 return out
 `)
 
-// ListInstanceVersions lists the live instances and their registry deadlines (microseconds)
-// as versions in one script. See store.Assigner.
+// ListInstanceVersions lists the live instances and their versions in one script. See
+// store.Assigner.
 func (s *Store) ListInstanceVersions(ctx context.Context) ([]*messages.CapacityDescriptor, []int64, error) {
-	res, err := s.runScript(ctx, "list instance versions", scriptListInstances, []string{s.instDeadlines()}, s.nowMicros(), s.k("inst", ""))
+	res, err := s.runScript(ctx, "list instance versions", scriptListInstances, []string{s.instDeadlines(), s.instVersions()},
+		s.nowMicros(), s.k("inst", ""))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -261,7 +266,7 @@ func (s *Store) ListInstanceVersions(ctx context.Context) ([]*messages.CapacityD
 		}
 		ver, err := strconv.ParseInt(dl, 10, 64)
 		if err != nil {
-			return nil, nil, fmt.Errorf("redisstore: list instance versions: deadline %q: %w", dl, err)
+			return nil, nil, fmt.Errorf("redisstore: list instance versions: version %q: %w", dl, err)
 		}
 		d := &messages.CapacityDescriptor{}
 		if err := unmarshal("instance", []byte(b), d); err != nil {

@@ -319,3 +319,33 @@ func TestStore_RequeueRuns_changedRunAndFlushedScripts(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, led, 1)
 }
+
+// TestStore_Assign_entryWithoutAdmissionVersion: a registry entry published without an
+// admission version (by a node of an earlier release) is versioned by its deadline, as before:
+// a decision on it assigns until the instance publishes again.
+func TestStore_Assign_entryWithoutAdmissionVersion(t *testing.T) {
+	ctx := context.Background()
+	prefix := fmt.Sprintf("t%d", prefixSeq.Add(1))
+	st, err := redisstore.Open(ctx, redisstore.Options{URL: sharedRedis(t).URL(), Prefix: prefix, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	require.NoError(t, st.PutInstance(ctx, &messages.CapacityDescriptor{RuntimeInstanceId: "i1", CanAcceptRun: true}, time.Minute))
+	require.NoError(t, st.Client().HDel(ctx, prefix+":instvers", "i1").Err())
+	_, vers, err := st.ListInstanceVersions(ctx)
+	require.NoError(t, err)
+	require.Len(t, vers, 1)
+	dl, err := st.Client().ZScore(ctx, prefix+":insts", "i1").Result()
+	require.NoError(t, err)
+	require.EqualValues(t, int64(dl), vers[0], "the deadline is the version")
+	assign := func(id string) store.AssignResult {
+		t.Helper()
+		run := &messages.SharedRun{SharedRunId: id, TenantId: "t1", Status: messages.RunDispatched, AssignedRuntimeInstanceId: "i1"}
+		res, _, err := st.Assign(ctx, store.Assignment{Run: run, Version: store.NewRunVersion, InstanceID: "i1", InstanceVersion: vers[0],
+			Limit: 10, TTL: time.Minute})
+		require.NoError(t, err)
+		return res
+	}
+	require.Equal(t, store.Assigned, assign("r1"))
+	require.NoError(t, st.PutInstance(ctx, &messages.CapacityDescriptor{RuntimeInstanceId: "i1", CanAcceptRun: true}, 2*time.Minute))
+	require.Equal(t, store.InstanceChanged, assign("r2"), "published again: its admission version is checked")
+}

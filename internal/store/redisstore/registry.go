@@ -14,9 +14,11 @@ import (
 	"github.com/dairuntime/dair/messages"
 )
 
-// Registry keys: one value per instance plus a zset of heartbeat deadlines.
+// Registry keys: one value per instance, a zset of heartbeat deadlines and a hash of admission
+// versions (store.AdmissionVersion).
 func (s *Store) instKey(id string) string { return s.k("inst", id) }
 func (s *Store) instDeadlines() string    { return s.k("insts") }
+func (s *Store) instVersions() string     { return s.k("instvers") }
 func (s *Store) resvKey(id string) string { return s.k("resv", id) }
 
 // PutInstance upserts d and sets its heartbeat deadline to now+ttl, atomically.
@@ -33,8 +35,8 @@ func (s *Store) PutInstance(ctx context.Context, d *messages.CapacityDescriptor,
 		return err
 	}
 	res, err := s.runScript(ctx, "put instance "+id, scriptPutInstance,
-		[]string{s.instKey(id), s.instDeadlines(), s.leaseKey(store.TombstoneLease(d.GetNodeId()))},
-		pb, s.deadline(ttl), id, s.nowMicros(), store.TombstoneHolderPrefix)
+		[]string{s.instKey(id), s.instDeadlines(), s.leaseKey(store.TombstoneLease(d.GetNodeId())), s.instVersions()},
+		pb, s.deadline(ttl), id, s.nowMicros(), store.TombstoneHolderPrefix, store.AdmissionVersion(d))
 	if err != nil {
 		return err
 	}
@@ -80,7 +82,7 @@ func (s *Store) GetInstance(ctx context.Context, id string) (*messages.CapacityD
 func (s *Store) ListInstances(ctx context.Context) ([]*messages.CapacityDescriptor, error) {
 	now := s.nowMicros()
 	if _, err := s.runScript(ctx, "list instances", scriptGCInstances,
-		[]string{s.instDeadlines()}, now, s.k("inst", "")); err != nil {
+		[]string{s.instDeadlines(), s.instVersions()}, now, s.k("inst", "")); err != nil {
 		return nil, err
 	}
 	ids, err := s.rdb.ZRangeByScore(ctx, s.instDeadlines(), &redis.ZRangeBy{
@@ -124,6 +126,7 @@ func (s *Store) DeleteInstance(ctx context.Context, id string) error {
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, s.instKey(id))
 		p.ZRem(ctx, s.instDeadlines(), id)
+		p.HDel(ctx, s.instVersions(), id)
 		return nil
 	})
 	if err != nil {

@@ -212,10 +212,10 @@ qpend(id)
 return 1
 `)
 
-// scriptPutInstance stores a descriptor unless its member's tombstone lease is live.
-// KEYS[1] instance key, KEYS[2] deadline zset, KEYS[3] tombstone lease hash. ARGV[1] pb,
-// ARGV[2] deadline, ARGV[3] id, ARGV[4] now, ARGV[5] tombstone holder prefix. Returns 1 stored,
-// 0 member dead.
+// scriptPutInstance stores a descriptor and its admission version unless its member's
+// tombstone lease is live. KEYS[1] instance key, KEYS[2] deadline zset, KEYS[3] tombstone lease
+// hash, KEYS[4] admission versions hash. ARGV[1] pb, ARGV[2] deadline, ARGV[3] id, ARGV[4] now,
+// ARGV[5] tombstone holder prefix, ARGV[6] admission version. Returns 1 stored, 0 member dead.
 var scriptPutInstance = redis.NewScript(`
 local l = redis.call('HMGET', KEYS[3], 'holder', 'deadline')
 if l[1] and string.sub(l[1], 1, string.len(ARGV[5])) == ARGV[5] and tonumber(l[2]) > tonumber(ARGV[4]) then
@@ -223,15 +223,18 @@ if l[1] and string.sub(l[1], 1, string.len(ARGV[5])) == ARGV[5] and tonumber(l[2
 end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+redis.call('HSET', KEYS[4], ARGV[3], ARGV[6])
 return 1
 `)
 
 // scriptGCInstances deletes registry entries whose heartbeat deadline has passed.
-// KEYS[1] deadline zset. ARGV[1] now, ARGV[2] instance key prefix. Returns the count.
+// KEYS[1] deadline zset, KEYS[2] admission versions hash. ARGV[1] now, ARGV[2] instance key
+// prefix. Returns the count.
 var scriptGCInstances = redis.NewScript(`
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
 for _, id in ipairs(ids) do
   redis.call('ZREM', KEYS[1], id)
+  redis.call('HDEL', KEYS[2], id)
   redis.call('DEL', ARGV[2] .. id)
 end
 return #ids

@@ -20,6 +20,7 @@ var assignTests = []contractTest{
 	{"Assign_changedRun", testAssignChangedRun},
 	{"Assign_createsRun", testAssignCreatesRun},
 	{"Assign_instanceChanged", testAssignInstanceChanged},
+	{"Assign_countsRepublishedKeepTheVersion", testAssignCountsRepublished},
 	{"Assign_keepsTenantQueues", testAssignKeepsTenantQueues},
 }
 
@@ -278,6 +279,30 @@ func testAssignInstanceChanged(t *testing.T, e *env) {
 	res, _, err = a.Assign(e.ctx, as)
 	noErr(t, err)
 	equal(t, "expired entry", res, store.InstanceChanged)
+}
+
+// testAssignCountsRepublished: an instance that republishes itself with new counts and a new
+// heartbeat (as it does after every run it takes) keeps its version: a decision taken on the
+// earlier descriptor still assigns.
+func testAssignCountsRepublished(t *testing.T, e *env) {
+	a := assigner(t, e)
+	d := &messages.CapacityDescriptor{RuntimeInstanceId: "i1", Status: messages.InstanceReady, CanAcceptRun: true, MaxConcurrentRuns: 10,
+		AvailableRunSlots: 10, AvailableWorkerCount: 4, LastHeartbeatAt: 1}
+	noErr(t, e.st.PutInstance(e.ctx, d, time.Minute))
+	_, vers, err := a.ListInstanceVersions(e.ctx)
+	noErr(t, err)
+	seen := vers[0]
+	e.clock.Advance(time.Millisecond)
+	d.AvailableRunSlots, d.RunningRunCount, d.ActiveRunCount, d.AvailableWorkerCount, d.ActiveWorkerCount, d.LastHeartbeatAt = 9, 1, 1, 3, 1, 2
+	noErr(t, e.st.PutInstance(e.ctx, d, time.Minute))
+	_, vers, err = a.ListInstanceVersions(e.ctx)
+	noErr(t, err)
+	equal(t, "version after a count refresh", vers[0], seen)
+	as := assignment(queuedRun(t, e, "r1"), "i1", 10, store.CreatedRunVersion)
+	as.InstanceVersion = seen
+	res, _, err := a.Assign(e.ctx, as)
+	noErr(t, err)
+	equal(t, "decision on the earlier descriptor", res, store.Assigned)
 }
 
 // testAssignKeepsTenantQueues checks that ClaimRuns and Assign keep the per-tenant queues
