@@ -29,12 +29,16 @@ func (n *Node) renewLiveness(ctx context.Context) {
 	e := n.env
 	rules := livenessRules(e.cfg)
 	rctx, cancel := context.WithTimeout(ctx, rules.Interval)
+	start := time.Now()
 	ok, err := n.plane.recoverer.RenewLiveness(rctx, rules.TTL)
 	cancel()
-	if err != nil {
-		e.log.Debug("renew liveness lease", zap.Error(err))
-	}
 	now := time.Now()
+	switch took := now.Sub(start); {
+	case err != nil:
+		e.log.Debug("renew liveness lease", zap.Duration("took", took), zap.Error(err))
+	case took > rules.Interval/2:
+		e.log.Debug("liveness lease renewal slow", zap.Duration("took", took))
+	}
 	l := &n.live
 	l.mu.Lock()
 	l.healthySince = controlplane.NextHealthySince(l.healthySince, l.renewedAt, now, ok && err == nil, rules)

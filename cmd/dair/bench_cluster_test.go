@@ -75,7 +75,9 @@ type recoveryResult struct {
 // recoveryReady executions running) says nothing about recovery: it is counted in
 // setup-failures and run again (at most twice per sub-benchmark). Reports p50-ns, max-ns,
 // resumed/trial (over recovered trials), recovered-trials, stalled-trials and setup-failures.
-// Each recovered trial logs where its time went (recoveryPhases). A trial slower than 2.5 s,
+// Each recovered trial logs where its time went (recoveryPhases); wrong-verdicts counts the
+// survivors' log lines that declared a member other than the victim lost (a live node taken
+// for lost, which must stay 0). A trial slower than 2.5 s,
 // or every trial with DAIR_BENCH_KEEP_LOGS set, keeps its nodes' logs in a temporary directory.
 func BenchmarkClusterRecovery(b *testing.B) {
 	if testing.Short() {
@@ -91,8 +93,8 @@ func BenchmarkClusterRecovery(b *testing.B) {
 	}{{"local", "local", false, 5}, {"lan", "lan", false, 5}, {"paused", "lan", true, 5}} {
 		b.Run(tc.name, func(b *testing.B) {
 			var (
-				took                     []time.Duration
-				resumed, stalled, setups int
+				took                            []time.Duration
+				resumed, stalled, setups, wrong int
 			)
 			for i := 0; i < tc.trials; {
 				db++ // a fresh key space per trial
@@ -115,6 +117,7 @@ func BenchmarkClusterRecovery(b *testing.B) {
 				b.Logf("trial %d (%s): %d executions resumed elsewhere %s after the fault (%s)", i, tc.name, res.held, res.took.Round(time.Millisecond), res.phases)
 				took = append(took, res.took)
 				resumed += res.held
+				wrong += res.phases.wrongVerdicts
 			}
 			if len(took) > 0 {
 				slices.Sort(took)
@@ -125,6 +128,7 @@ func BenchmarkClusterRecovery(b *testing.B) {
 			b.ReportMetric(float64(len(took)), "recovered-trials")
 			b.ReportMetric(float64(stalled), "stalled-trials")
 			b.ReportMetric(float64(setups), "setup-failures")
+			b.ReportMetric(float64(wrong), "wrong-verdicts")
 		})
 	}
 }
@@ -219,6 +223,10 @@ func recoveryTrial(b *testing.B, url, profile string, pause bool) (recoveryResul
 	}
 	held := len(after)
 	seqs := maps.Clone(after)
+	member, err := victim.MemberID(ctx)
+	if err != nil {
+		b.Fatalf("victim's member id: %v", err)
+	}
 
 	killed := time.Now()
 	if pause {
@@ -257,7 +265,7 @@ func recoveryTrial(b *testing.B, url, profile string, pause bool) (recoveryResul
 	if took > 2500*time.Millisecond || os.Getenv("DAIR_BENCH_KEEP_LOGS") != "" {
 		keepLogs(b, pc)
 	}
-	return recoveryResult{took: took, held: held, phases: measurePhases(ctx, st, pc, victim, killed, seqs)}, nil
+	return recoveryResult{took: took, held: held, phases: measurePhases(ctx, st, pc, victim, member, killed, seqs)}, nil
 }
 
 // keepLogs writes the nodes' logs of a slow trial to files that outlive the benchmark and

@@ -17,6 +17,9 @@ import (
 type recoveryPhases struct {
 	// verdict is when the first survivor declared the victim lost (from its log).
 	verdict time.Duration
+	// wrongVerdicts counts the lines of survivors' logs that declare a member other than the
+	// victim lost: a live node taken for lost (under load, say).
+	wrongVerdicts int
 	// requeued, assigned, dispatched and resumed are the first and last ledger entries of the
 	// victim's runs of each kind: recovery requeue, admission, dispatch, resumed execution.
 	requeued, assigned, dispatched, resumed [2]time.Duration
@@ -25,15 +28,20 @@ type recoveryPhases struct {
 // String renders the phases in milliseconds after the fault.
 func (p recoveryPhases) String() string {
 	ms := func(d time.Duration) int64 { return d.Milliseconds() }
-	return fmt.Sprintf("verdict %dms, requeued %d–%dms, assigned %d–%dms, dispatched %d–%dms, resumed %d–%dms", ms(p.verdict),
+	wrong := ""
+	if p.wrongVerdicts > 0 {
+		wrong = fmt.Sprintf(", %d WRONG VERDICTS", p.wrongVerdicts)
+	}
+	return fmt.Sprintf("verdict %dms%s, requeued %d–%dms, assigned %d–%dms, dispatched %d–%dms, resumed %d–%dms", ms(p.verdict), wrong,
 		ms(p.requeued[0]), ms(p.requeued[1]), ms(p.assigned[0]), ms(p.assigned[1]), ms(p.dispatched[0]), ms(p.dispatched[1]),
 		ms(p.resumed[0]), ms(p.resumed[1]))
 }
 
 // measurePhases reads, once a trial recovered, where the time went: the survivors' logs for
-// the loss verdict, and the ledger of every run the victim held (entries after seq) for when it
+// the loss verdict (and verdicts on members other than the victim's, member), and the ledger of every run the victim held (entries after seq) for when it
 // was requeued, dispatched again and resumed. It reads the store after the timing is over.
-func measurePhases(ctx context.Context, st store.Store, pc *testkit.ProcessCluster, victim *testkit.ProcessNode, fault time.Time, seqs map[string]int64) recoveryPhases {
+func measurePhases(ctx context.Context, st store.Store, pc *testkit.ProcessCluster, victim *testkit.ProcessNode, member string, fault time.Time,
+	seqs map[string]int64) recoveryPhases {
 	var p recoveryPhases
 	for _, n := range pc.Nodes() {
 		if n == victim {
@@ -41,6 +49,11 @@ func measurePhases(ctx context.Context, st store.Store, pc *testkit.ProcessClust
 		}
 		if at, ok := firstLogLine(n.Logs(), "cluster member lost"); ok && (p.verdict == 0 || at.Sub(fault) < p.verdict) {
 			p.verdict = at.Sub(fault)
+		}
+		for _, l := range strings.Split(n.Logs(), "\n") {
+			if strings.Contains(l, "cluster member lost") && !strings.Contains(l, member) {
+				p.wrongVerdicts++
+			}
 		}
 	}
 	widen := func(r *[2]time.Duration, at int64) {
