@@ -134,10 +134,10 @@ func BenchmarkClusterRecovery(b *testing.B) {
 }
 
 // recoveryTrial runs one trial on the store at url and returns the time from the kill (pause:
-// the SIGSTOP) until
-// every execution of the victim resumed and how many there were, or, when recovery stalled,
-// how many had not resumed recoveryStall after the kill. It returns an error only when the
-// setup failed: the cluster did not get recoveryReady executions running within 30 s.
+// the SIGSTOP) until every execution of the victim resumed and how many there were, or, when
+// recovery stalled, how many had not resumed recoveryStall after the kill. It returns an error
+// only when the setup failed: the cluster did not get recoveryReady executions running within
+// 30 s.
 func recoveryTrial(b *testing.B, url, profile string, pause bool) (recoveryResult, error) {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -165,16 +165,49 @@ func recoveryTrial(b *testing.B, url, profile string, pause bool) (recoveryResul
 		b.Fatalf("put pipeline: %v", err)
 	}
 	submitMany(b, ctx, pc, tenant, "hold", recoveryInFlight)
-	submitted := time.Now()
+	victim, after, err := pickVictim(b, ctx, st, pc, tenant)
+	if err != nil {
+		return recoveryResult{}, err
+	}
+	held := len(after)
+	seqs := maps.Clone(after)
+	member, err := victim.MemberID(ctx)
+	if err != nil {
+		b.Fatalf("victim's member id: %v", err)
+	}
 
-	// Wait until every execution runs, then pick the node holding the most.
+	killed := time.Now()
+	if pause {
+		victim.Stop()
+		defer victim.Cont()
+	} else {
+		victim.Kill()
+	}
+	if err := waitResumedSince(ctx, st, after, killed); err != nil {
+		if !errors.Is(err, errStalled) {
+			b.Fatalf("wait for recovery: %v", err)
+		}
+		return recoveryResult{took: recoveryStall, held: held, stalled: len(after), detail: stuckRuns(ctx, st, after)}, nil
+	}
+	took := time.Since(killed)
+	if took > 2500*time.Millisecond || os.Getenv("DAIR_BENCH_KEEP_LOGS") != "" {
+		keepLogs(b, pc)
+	}
+	return recoveryResult{took: took, held: held, phases: measurePhases(ctx, st, pc, victim, member, killed, seqs)}, nil
+}
+
+// pickVictim waits until recoveryReady executions run (an error after 30 s: the setup failed)
+// and returns the node holding the most of them, with the last ledger seq of each run it holds.
+func pickVictim(b *testing.B, ctx context.Context, st *redisstore.Store, pc *testkit.ProcessCluster, tenant string) (*testkit.ProcessNode, map[string]int64, error) {
+	b.Helper()
+	submitted := time.Now()
 	var insts []*messages.CapacityDescriptor
 	if err := testkit.WaitFor(ctx, 50*time.Millisecond, func() (bool, error) {
 		if time.Since(submitted) > 30*time.Second {
 			return false, fmt.Errorf("fewer than %d executions running after 30s (registry: %s)", recoveryReady, describeInstances(insts))
 		}
-		insts, err = st.ListInstances(ctx)
-		if err != nil {
+		var err error
+		if insts, err = st.ListInstances(ctx); err != nil {
 			return false, nil
 		}
 		total := int32(0)
@@ -183,7 +216,7 @@ func recoveryTrial(b *testing.B, url, profile string, pause bool) (recoveryResul
 		}
 		return total >= recoveryReady, nil
 	}); err != nil {
-		return recoveryResult{}, err
+		return nil, nil, err
 	}
 	load := map[string]int32{}
 	for _, d := range insts {
@@ -221,24 +254,17 @@ func recoveryTrial(b *testing.B, url, profile string, pause bool) (recoveryResul
 	if len(after) == 0 {
 		b.Fatalf("the victim %s holds no execution", victim.ID())
 	}
-	held := len(after)
-	seqs := maps.Clone(after)
-	member, err := victim.MemberID(ctx)
-	if err != nil {
-		b.Fatalf("victim's member id: %v", err)
-	}
+	return victim, after, nil
+}
 
-	killed := time.Now()
-	if pause {
-		victim.Stop()
-		defer victim.Cont()
-	} else {
-		victim.Kill()
-	}
-	// One pipelined read of every ledger not yet resumed per poll: the harness must not take
-	// the CPU the recovery it measures needs (a read per run per poll took a third of it).
-	if err := testkit.WaitFor(ctx, recoveryPoll, func() (bool, error) {
-		if time.Since(killed) > recoveryStall {
+// waitResumedSince waits until every run of after (run id → ledger seq to read from) has a
+// recovery entry "resumed-from-committed-steps", removing each from after as it resumes; it
+// returns errStalled recoveryStall after the fault. One pipelined read of every ledger not
+// yet resumed per poll: the harness must not take the CPU the recovery it measures needs (a
+// read per run per poll took a third of it).
+func waitResumedSince(ctx context.Context, st *redisstore.Store, after map[string]int64, fault time.Time) error {
+	return testkit.WaitFor(ctx, recoveryPoll, func() (bool, error) {
+		if time.Since(fault) > recoveryStall {
 			return false, errStalled
 		}
 		news, err := st.ReadLedgers(ctx, after)
@@ -255,17 +281,7 @@ func recoveryTrial(b *testing.B, url, profile string, pause bool) (recoveryResul
 			}
 		}
 		return len(after) == 0, nil
-	}); err != nil {
-		if !errors.Is(err, errStalled) {
-			b.Fatalf("wait for recovery: %v", err)
-		}
-		return recoveryResult{took: recoveryStall, held: held, stalled: len(after), detail: stuckRuns(ctx, st, after)}, nil
-	}
-	took := time.Since(killed)
-	if took > 2500*time.Millisecond || os.Getenv("DAIR_BENCH_KEEP_LOGS") != "" {
-		keepLogs(b, pc)
-	}
-	return recoveryResult{took: took, held: held, phases: measurePhases(ctx, st, pc, victim, member, killed, seqs)}, nil
+	})
 }
 
 // keepLogs writes the nodes' logs of a slow trial to files that outlive the benchmark and
