@@ -190,10 +190,12 @@ func recoveryTrial(b *testing.B, url, profile string, pause bool) (recoveryResul
 		return recoveryResult{took: recoveryStall, held: held, stalled: len(after), detail: stuckRuns(ctx, st, after)}, nil
 	}
 	took := time.Since(killed)
+	phases := measurePhases(ctx, st, pc, victim, member, killed, seqs)
 	if took > 2500*time.Millisecond || os.Getenv("DAIR_BENCH_KEEP_LOGS") != "" {
 		keepLogs(b, pc)
+		b.Logf("the run that resumed last: %s", phases.last)
 	}
-	return recoveryResult{took: took, held: held, phases: measurePhases(ctx, st, pc, victim, member, killed, seqs)}, nil
+	return recoveryResult{took: took, held: held, phases: phases}, nil
 }
 
 // pickVictim waits until recoveryReady executions run (an error after 30 s: the setup failed)

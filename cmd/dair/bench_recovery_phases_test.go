@@ -23,6 +23,9 @@ type recoveryPhases struct {
 	// requeued, assigned, dispatched and resumed are the first and last ledger entries of the
 	// victim's runs of each kind: recovery requeue, admission, dispatch, resumed execution.
 	requeued, assigned, dispatched, resumed [2]time.Duration
+	// last is the history of the run that resumed last: each entry's kind, reason and time
+	// after the fault.
+	last string
 }
 
 // String renders the phases in milliseconds after the fault.
@@ -63,10 +66,14 @@ func measurePhases(ctx context.Context, st store.Store, pc *testkit.ProcessClust
 		}
 		r[1] = max(r[1], d)
 	}
+	var lastAt int64
 	for id, seq := range seqs {
 		entries, err := st.ReadLedger(ctx, id, seq, 0)
-		if err != nil {
+		if err != nil || len(entries) == 0 {
 			continue
+		}
+		if at := entries[len(entries)-1].At; at > lastAt {
+			lastAt, p.last = at, history(entries, fault)
 		}
 		for _, e := range entries {
 			switch {
@@ -82,6 +89,15 @@ func measurePhases(ctx context.Context, st store.Store, pc *testkit.ProcessClust
 		}
 	}
 	return p
+}
+
+// history renders ledger entries as kind/reason@ms after the fault.
+func history(entries []*messages.LedgerEntry, fault time.Time) string {
+	var b strings.Builder
+	for _, e := range entries {
+		fmt.Fprintf(&b, " %s/%s@%d", e.Kind, e.Reason, time.Unix(0, e.At).Sub(fault).Milliseconds())
+	}
+	return strings.TrimSpace(b.String())
 }
 
 // firstLogLine returns the time stamp of the first line of a node's console log that

@@ -48,13 +48,15 @@ func PlaceRun(run *messages.SharedRun, live map[string]bool) RunPlace {
 	return RunOnLive
 }
 
-// TakeForRecovery reports whether the current record x of a run found on the lost instance
-// from goes back to the queue, and marks it as a recovery when it does: only while it is still
-// assigned to from and active (dispatched, running or paused). A run that moved meanwhile (an
-// overlapping round requeued it, a new activation took it, it finished) is left alone. It is
-// pure apart from the mark.
-func TakeForRecovery(x *messages.SharedRun, from string) bool {
-	if x.AssignedRuntimeInstanceId != from || !isActive(x.Status) {
+// TakeForRecovery reports whether the current record x of a run that a recovery listed (as
+// listed) on a lost instance goes back to the queue, and marks it as a recovery when it does:
+// only while x is still assigned to that instance, active (dispatched, running or paused) and
+// unchanged since the listing (its UpdatedAt). A run that moved meanwhile (an overlapping
+// recovery requeued it; a new activation took it, even on an instance that reuses the lost
+// one's id; it finished) is left alone; the next round judges it afresh. It is pure apart from
+// the mark.
+func TakeForRecovery(x, listed *messages.SharedRun) bool {
+	if x.AssignedRuntimeInstanceId != listed.AssignedRuntimeInstanceId || !isActive(x.Status) || x.UpdatedAt != listed.UpdatedAt {
 		return false
 	}
 	x.Recovery = true
@@ -85,11 +87,7 @@ func (r *Recoverer) recoverMember(ctx context.Context, member string) error {
 		return err
 	}
 	start := time.Now()
-	live, err := r.liveInstances(ctx)
-	if err != nil {
-		return err
-	}
-	lost, _, err := r.activeRuns(ctx, live)
+	lost, _, err := r.activeRuns(ctx)
 	if err != nil {
 		return err
 	}
@@ -98,12 +96,18 @@ func (r *Recoverer) recoverMember(ctx context.Context, member string) error {
 	return nil
 }
 
-// activeRuns lists the active runs (dispatched, running, paused) in one pass and splits them
-// by PlaceRun: on an instance that is not live, and on a live one.
-func (r *Recoverer) activeRuns(ctx context.Context, live map[string]bool) (lost, held []*messages.SharedRun, err error) {
+// activeRuns lists the active runs (dispatched, running, paused) in one pass, then the live
+// instances, and splits the runs by PlaceRun: on an instance that is not live, and on a live
+// one. The registry is read after the runs, so a run assigned to an instance that registered
+// meanwhile (a new instance reusing a lost one's id, say) is seen with its instance live.
+func (r *Recoverer) activeRuns(ctx context.Context) (lost, held []*messages.SharedRun, err error) {
 	runs, err := r.st.ListRuns(ctx, store.RunFilter{Statuses: activeStatuses, Limit: 100000})
 	if err != nil {
 		return nil, nil, fmt.Errorf("list active runs: %w", err)
+	}
+	live, err := r.liveInstances(ctx)
+	if err != nil {
+		return nil, nil, err
 	}
 	for _, run := range runs {
 		switch PlaceRun(run, live) {
@@ -159,7 +163,7 @@ func (r *Recoverer) requeueBatch(ctx context.Context, rec store.Recovery, runs [
 	batch := make([]store.Requeue, len(runs))
 	for i, run := range runs {
 		batch[i] = store.Requeue{RunID: run.SharedRunId, ExecutionID: run.ExecutionId, From: run.AssignedRuntimeInstanceId,
-			Owner: "recovery:" + r.cfg.Incarnation, Take: func(x *messages.SharedRun) bool { return TakeForRecovery(x, run.AssignedRuntimeInstanceId) },
+			Owner: "recovery:" + r.cfg.Incarnation, Take: func(x *messages.SharedRun) bool { return TakeForRecovery(x, run) },
 			Entry: func(epoch int64) *messages.LedgerEntry { return recoveryEntry(run, epoch, reason) }}
 	}
 	res, err := rec.RequeueRuns(ctx, batch)

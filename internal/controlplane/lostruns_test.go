@@ -36,23 +36,26 @@ func TestPlaceRun(t *testing.T) {
 }
 
 func TestTakeForRecovery(t *testing.T) {
+	listed := &messages.SharedRun{Status: messages.RunRunning, AssignedRuntimeInstanceId: "lost-1", UpdatedAt: 100}
 	cases := []struct {
-		name   string
-		status string
-		inst   string
-		want   bool
+		name    string
+		status  string
+		inst    string
+		updated int64
+		want    bool
 	}{
-		{name: "running on the lost instance", status: messages.RunRunning, inst: "lost-1", want: true},
-		{name: "dispatched to the lost instance", status: messages.RunDispatched, inst: "lost-1", want: true},
-		{name: "paused on the lost instance", status: messages.RunPaused, inst: "lost-1", want: true},
-		{name: "moved to another instance meanwhile", status: messages.RunRunning, inst: "new-1"},
-		{name: "requeued meanwhile (an overlapping round)", status: messages.RunQueued, inst: "lost-1"},
-		{name: "finished meanwhile", status: messages.RunSucceeded, inst: "lost-1"},
+		{name: "running on the lost instance, as listed", status: messages.RunRunning, inst: "lost-1", updated: 100, want: true},
+		{name: "dispatched to the lost instance, as listed", status: messages.RunDispatched, inst: "lost-1", updated: 100, want: true},
+		{name: "paused on the lost instance, as listed", status: messages.RunPaused, inst: "lost-1", updated: 100, want: true},
+		{name: "moved to another instance meanwhile", status: messages.RunRunning, inst: "new-1", updated: 200},
+		{name: "requeued meanwhile (an overlapping recovery)", status: messages.RunQueued, inst: "lost-1", updated: 200},
+		{name: "finished meanwhile", status: messages.RunSucceeded, inst: "lost-1", updated: 200},
+		{name: "running again on a new instance that reuses the lost one's id", status: messages.RunRunning, inst: "lost-1", updated: 300},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			x := &messages.SharedRun{Status: tc.status, AssignedRuntimeInstanceId: tc.inst}
-			require.Equal(t, tc.want, controlplane.TakeForRecovery(x, "lost-1"))
+			x := &messages.SharedRun{Status: tc.status, AssignedRuntimeInstanceId: tc.inst, UpdatedAt: tc.updated}
+			require.Equal(t, tc.want, controlplane.TakeForRecovery(x, listed))
 			require.Equal(t, tc.want, x.Recovery, "marked as a recovery exactly when taken")
 		})
 	}
@@ -206,4 +209,41 @@ func TestRecoverer_Round_skipsRunsItIsRecoveringAlready(t *testing.T) {
 	defer st.mu.Unlock()
 	require.Equal(t, 1, st.fences, "r1 fenced by both rounds")
 	requireRecovered(t, st, "r1")
+}
+
+// TestRecoverer_oldListingSparesARunBackOnAReusedInstanceID: a recovery works from a listing
+// of runs on the lost instance gone-1 made before another control plane moved one of them,
+// which then started again on a new instance that reuses the id gone-1. The run looks as it
+// did (running on gone-1), but it changed since the listing: the late recovery must neither
+// fence its new activation nor requeue it.
+func TestRecoverer_oldListingSparesARunBackOnAReusedInstanceID(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			st := b.open(t)
+			p := newPlane(t, st)
+			runningOn(t, st, "r1", "gone-1")
+			listed, err := st.GetRun(ctx, "r1")
+			require.NoError(t, err)
+
+			other := newPlaneAs(t, st, "cp-2")
+			controlplane.RecoverLost(ctx, other.recoverer, []*messages.SharedRun{listed})
+			requireRecovered(t, st, "r1")
+			_, err = st.UpdateRun(ctx, "r1", func(r *messages.SharedRun) error {
+				r.Status, r.AssignedRuntimeInstanceId = messages.RunRunning, "gone-1" // the new gone-1
+				return nil
+			})
+			require.NoError(t, err)
+			live, err := st.AcquireExecution(ctx, "x-r1", "node-2", "gone-1")
+			require.NoError(t, err)
+
+			controlplane.RecoverLost(ctx, p.recoverer, []*messages.SharedRun{listed})
+			x, _, err := st.GetExecution(ctx, "x-r1")
+			require.NoError(t, err)
+			require.Equal(t, live, x.Epoch, "the new activation was fenced")
+			run, err := st.GetRun(ctx, "r1")
+			require.NoError(t, err)
+			require.Equal(t, messages.RunRunning, run.Status, "the run was requeued again")
+		})
+	}
 }

@@ -108,11 +108,7 @@ func (r *Recoverer) Round(ctx context.Context, repair bool) error {
 	if !ok {
 		return nil
 	}
-	live, err := r.liveInstances(ctx)
-	if err != nil {
-		return err
-	}
-	lost, held, err := r.activeRuns(ctx, live)
+	lost, held, err := r.activeRuns(ctx)
 	if err != nil {
 		return err
 	}
@@ -238,12 +234,22 @@ func (r *Recoverer) liveInstances(ctx context.Context) (map[string]bool, error) 
 const requeueTimeout = 10 * time.Second
 
 // RecoverRun fences the run's execution and puts the run back in the shared queue. run may be
-// an old view (the round listed it a while ago; another round may have moved it since): only an
-// execution still on the lost instance, or on none, is fenced, never the activation that
-// replaced it, and only a run still there is requeued (TakeForRecovery).
+// an old view (the round listed it a while ago; another round may have moved it since): the
+// run is read again first and left alone unless it is still as listed (TakeForRecovery); only
+// an execution still on the lost instance, or on none, is fenced, never the activation that
+// replaced it, and only a run still as listed is requeued.
 func (r *Recoverer) RecoverRun(ctx context.Context, run *messages.SharedRun, reason string) error {
 	var epoch int64
 	lost := run.AssignedRuntimeInstanceId
+	cur, err := r.st.GetRun(ctx, run.SharedRunId)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read run: %w", err)
+	case !TakeForRecovery(cur, run):
+		return nil // it moved since it was listed
+	}
 	if run.ExecutionId != "" {
 		ep, fenced, err := r.st.FenceExecution(ctx, run.ExecutionId, "recovery:"+r.cfg.Incarnation, lost)
 		switch {
@@ -260,7 +266,7 @@ func (r *Recoverer) RecoverRun(ctx context.Context, run *messages.SharedRun, rea
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), requeueTimeout)
 		defer cancel()
 	}
-	moved, err := r.requeueFrom(ctx, run.SharedRunId, lost, func(x *messages.SharedRun) bool { return TakeForRecovery(x, lost) },
+	moved, err := r.requeueFrom(ctx, run.SharedRunId, lost, func(x *messages.SharedRun) bool { return TakeForRecovery(x, run) },
 		recoveryEntry(run, epoch, reason))
 	if moved {
 		r.requeued(run, epoch)

@@ -303,7 +303,7 @@ type Requeue struct {
 	From string
 	// Owner is the fenced execution's owner.
 	Owner string
-	// Take is called with the run's current record once the execution is fenced (possibly more
+	// Take is called with the run's current record before anything is written (possibly more
 	// than once): it reports whether the run goes back to the queue, and may change it. Its
 	// status is then set to queued.
 	Take func(run *messages.SharedRun) bool
@@ -315,8 +315,9 @@ type Requeue struct {
 type RequeueResult struct {
 	// Epoch is the execution's epoch after the fence (0: no execution).
 	Epoch int64
-	// Fenced is false when the execution belongs to another instance (a newer activation
-	// took it): nothing was written for this run.
+	// Fenced reports that the execution was fenced (or the run has none). When false, nothing
+	// was written for this run: Take declined it, the run changed after Take saw it, or its
+	// execution belongs to another instance (a newer activation took it).
 	Fenced bool
 	// Moved: the run went back to the queue (with its entry), its hold on From is released
 	// and it is enqueued.
@@ -330,12 +331,13 @@ type RequeueResult struct {
 // trips. It blocks on I/O and is goroutine-safe.
 type Recovery interface {
 	// RequeueRuns does for each run of batch, independently, what FenceExecution,
-	// UpdateRunAndAppend, ReleaseReservation and Enqueue do one after the other: it fences
-	// the run's execution, then, when Take accepts the run, marks it queued with its entry
-	// appended in the same write, releases its hold on From and enqueues it. Every step is
-	// conditional, so a batch that repeats or overlaps another recovery of the same runs moves
-	// each at most once (a repeated fence of an execution on no instance bumps its epoch
-	// again). results[i] is batch[i]'s. err is a failure of the call itself (the store is
+	// UpdateRunAndAppend, ReleaseReservation and Enqueue do one after the other: it reads the
+	// run and, when Take accepts it, fences its execution (only while the run is still as Take
+	// saw it, so a fence never reaches an activation that took the run since, even on an
+	// instance that reuses From's id), marks it queued with its entry appended in the same
+	// write, releases its hold on From and enqueues it. Every step is conditional, so a batch
+	// that repeats or overlaps another recovery of the same runs moves each at most once.
+	// results[i] is batch[i]'s. err is a failure of the call itself (the store is
 	// unreachable): its runs may then be left at any step, fenced but not requeued included,
 	// and another recovery must take them up.
 	RequeueRuns(ctx context.Context, batch []Requeue) (results []RequeueResult, err error)

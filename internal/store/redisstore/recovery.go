@@ -19,46 +19,98 @@ var _ store.Recovery = (*Store)(nil)
 // caller's context: a fenced run must not be left off the queue because its caller gave up.
 const requeueTimeout = 10 * time.Second
 
-// RequeueRuns fences and requeues a batch of runs in four pipelined round trips (fences, run
-// reads, conditional run writes with their entries, hold releases with enqueues), whatever its
-// size; a run whose record changed between its read and its write is retried on its own. See
+// RequeueRuns fences and requeues a batch of runs in four pipelined round trips (run reads,
+// fences, conditional run writes with their entries, hold releases with enqueues), whatever its
+// size; a run whose record changed between its fence and its write is retried on its own. See
 // store.Recovery.
 func (s *Store) RequeueRuns(ctx context.Context, batch []store.Requeue) ([]store.RequeueResult, error) {
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("redisstore: requeue runs: %w", err)
 	}
 	out := make([]store.RequeueResult, len(batch))
-	if err := s.fenceBatch(ctx, batch, out); err != nil {
+	taken, err := s.takeBatch(ctx, batch, out)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.fenceBatch(ctx, batch, taken, out); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requeueTimeout)
 	defer cancel()
-	tenants, err := s.requeueBatch(ctx, batch, out)
-	if err != nil {
+	if err := s.requeueBatch(ctx, batch, taken, out); err != nil {
 		return nil, err
 	}
-	if err := s.enqueueBatch(ctx, batch, out, tenants); err != nil {
+	if err := s.enqueueBatch(ctx, batch, taken, out); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// fenceBatch fences the execution of every run of batch and records each outcome in out.
-func (s *Store) fenceBatch(ctx context.Context, batch []store.Requeue, out []store.RequeueResult) error {
+// takenRun is a run of a batch that Take accepted: the version it was read at, its next
+// record and its tenant.
+type takenRun struct {
+	ver    string
+	next   []byte
+	tenant string
+}
+
+// takeBatch reads every run of batch and returns those Take accepts (by batch index), with
+// their next records; a run that cannot be decoded gets its error in out.
+func (s *Store) takeBatch(ctx context.Context, batch []store.Requeue, out []store.RequeueResult) (map[int]*takenRun, error) {
+	pipe := s.rdb.Pipeline()
+	reads := make([]*redis.SliceCmd, len(batch))
+	for i, rq := range batch {
+		reads[i] = pipe.HMGet(ctx, s.runKey(rq.RunID), "pb", "ver")
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("redisstore: requeue runs: read: %w", err)
+	}
+	taken := map[int]*takenRun{}
+	for i, rq := range batch {
+		vals := reads[i].Val()
+		pb, okPB := asString(vals[0])
+		ver, okVer := asString(vals[1])
+		if !okPB || !okVer {
+			continue // no such run: nothing to requeue
+		}
+		r := &messages.SharedRun{}
+		if err := unmarshal("run", []byte(pb), r); err != nil {
+			out[i].Err = err
+			continue
+		}
+		if !rq.Take(r) {
+			continue
+		}
+		r.Status = messages.RunQueued
+		r.UpdatedAt = s.now().UnixNano()
+		next, err := marshal("run", r)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		taken[i] = &takenRun{ver: ver, next: next, tenant: r.GetTenantId()}
+	}
+	return taken, nil
+}
+
+// fenceBatch fences the execution of every taken run while the run is still at the version
+// Take saw, records each outcome in out, and drops from taken the runs it did not fence.
+func (s *Store) fenceBatch(ctx context.Context, batch []store.Requeue, taken map[int]*takenRun, out []store.RequeueResult) error {
 	var idx []int
 	var keys [][]string
 	var args [][]any
 	now := s.now().UnixNano()
-	for i, rq := range batch {
-		out[i].Fenced = true
+	for i, t := range taken {
+		rq := batch[i]
 		if rq.ExecutionID == "" {
+			out[i].Fenced = true
 			continue
 		}
 		idx = append(idx, i)
-		keys = append(keys, []string{s.execKey(rq.ExecutionID)})
-		args = append(args, []any{rq.Owner, rq.From, now, s.execIndexPrefix(), rq.ExecutionID})
+		keys = append(keys, []string{s.execKey(rq.ExecutionID), s.runKey(rq.RunID)})
+		args = append(args, []any{rq.Owner, rq.From, now, s.execIndexPrefix(), rq.ExecutionID, t.ver})
 	}
-	res, errs, err := s.evalMany(ctx, "fence executions", scriptFenceExecution, keys, args)
+	res, errs, err := s.evalMany(ctx, "fence executions", scriptFenceIfRunAt, keys, args)
 	if err != nil {
 		return err
 	}
@@ -66,67 +118,56 @@ func (s *Store) fenceBatch(ctx context.Context, batch []store.Requeue, out []sto
 		reply, ok := res[j].([]any)
 		switch {
 		case errs[j] != nil:
-			out[i].Fenced, out[i].Err = false, errs[j]
+			out[i].Err = errs[j]
 		case !ok || len(reply) != 2:
-			out[i].Fenced, out[i].Err = false, fmt.Errorf("redisstore: fence execution %s: unexpected reply %v", batch[i].ExecutionID, res[j])
+			out[i].Err = fmt.Errorf("redisstore: fence execution %s: unexpected reply %v", batch[i].ExecutionID, res[j])
 		default:
 			code, _ := reply[0].(int64)
 			epoch, _ := reply[1].(int64)
-			if code >= 0 { // a missing execution fences nothing, at epoch 0
-				out[i].Epoch, out[i].Fenced = epoch, code == 1
-			}
+			switch code {
+			case -1: // a missing execution fences nothing, at epoch 0
+				out[i].Fenced = true
+			case 1:
+				out[i].Epoch, out[i].Fenced = epoch, true
+			case 0:
+				out[i].Epoch = epoch // a newer activation took it: the run has moved
+			} // -2: the run changed since Take saw it; the next recovery judges it afresh
+		}
+		if !out[i].Fenced {
+			delete(taken, i)
 		}
 	}
 	return nil
 }
 
-// requeueBatch marks queued, with their entries, the fenced runs their Take accepts, and
-// returns the tenant of each run it moved (by batch index).
-func (s *Store) requeueBatch(ctx context.Context, batch []store.Requeue, out []store.RequeueResult) (map[int]string, error) {
+// requeueBatch writes the next record of every fenced run, with its entry, while the run is
+// still at the version Take saw (a run changed since is taken again on its own), and drops
+// from taken the runs it did not move.
+func (s *Store) requeueBatch(ctx context.Context, batch []store.Requeue, taken map[int]*takenRun, out []store.RequeueResult) error {
 	var idx []int
-	for i := range batch {
-		if out[i].Fenced && out[i].Err == nil {
-			idx = append(idx, i)
+	var keys [][]string
+	var args [][]any
+	for i, t := range taken {
+		e := proto.Clone(batch[i].Entry(out[i].Epoch)).(*messages.LedgerEntry)
+		e.SharedRunId, e.Seq = batch[i].RunID, 0
+		if e.At == 0 {
+			e.At = s.now().UnixNano()
 		}
-	}
-	pipe := s.rdb.Pipeline()
-	reads := make([]*redis.SliceCmd, len(idx))
-	for j, i := range idx {
-		reads[j] = pipe.HMGet(ctx, s.runKey(batch[i].RunID), "pb", "ver")
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("redisstore: requeue runs: read: %w", err)
-	}
-	var (
-		writes     []int // batch indexes with a write to make
-		keys, args = [][]string{}, [][]any{}
-		tenants    = map[int]string{}
-	)
-	for j, i := range idx {
-		vals := reads[j].Val()
-		pb, okPB := asString(vals[0])
-		ver, okVer := asString(vals[1])
-		if !okPB || !okVer {
-			continue // no such run: nothing to requeue
-		}
-		w, tenant, err := s.requeueWrite(batch[i], out[i].Epoch, []byte(pb))
-		switch {
-		case err != nil:
+		item, err := marshal("ledger entry", e)
+		if err != nil {
 			out[i].Err = err
+			delete(taken, i)
 			continue
-		case w.next == nil:
-			continue // Take declined it
 		}
-		writes = append(writes, i)
+		idx = append(idx, i)
 		keys = append(keys, []string{s.runKey(batch[i].RunID), s.ledgerKey(batch[i].RunID)})
-		args = append(args, []any{ver, w.next, w.item})
-		tenants[i] = tenant
+		args = append(args, []any{t.ver, t.next, item})
 	}
 	res, errs, err := s.evalMany(ctx, "requeue runs", scriptCASAppend, keys, args)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	for j, i := range writes {
+	for j, i := range idx {
 		code := int64(casConflict)
 		if reply, ok := res[j].([]any); ok && len(reply) == 2 {
 			code, _ = reply[0].(int64)
@@ -140,38 +181,10 @@ func (s *Store) requeueBatch(ctx context.Context, batch []store.Requeue, out []s
 			out[i].Moved, out[i].Err = s.requeueOne(ctx, batch[i], out[i].Epoch)
 		}
 		if !out[i].Moved {
-			delete(tenants, i)
+			delete(taken, i)
 		}
 	}
-	return tenants, nil
-}
-
-// requeueWrite is the write that requeues run pb for rq (nil next: Take declined it), and the
-// run's tenant.
-func (s *Store) requeueWrite(rq store.Requeue, epoch int64, pb []byte) (casWrite, string, error) {
-	r := &messages.SharedRun{}
-	if err := unmarshal("run", pb, r); err != nil {
-		return casWrite{}, "", err
-	}
-	if !rq.Take(r) {
-		return casWrite{}, "", nil
-	}
-	r.Status = messages.RunQueued
-	r.UpdatedAt = s.now().UnixNano()
-	next, err := marshal("run", r)
-	if err != nil {
-		return casWrite{}, "", err
-	}
-	e := proto.Clone(rq.Entry(epoch)).(*messages.LedgerEntry)
-	e.SharedRunId, e.Seq = rq.RunID, 0
-	if e.At == 0 {
-		e.At = r.UpdatedAt
-	}
-	item, err := marshal("ledger entry", e)
-	if err != nil {
-		return casWrite{}, "", err
-	}
-	return casWrite{next: next, item: item}, r.GetTenantId(), nil
+	return nil
 }
 
 // requeueOne is the run write of rq alone, with UpdateRunAndAppend's retries.
@@ -193,14 +206,11 @@ func (s *Store) requeueOne(ctx context.Context, rq store.Requeue, epoch int64) (
 
 // enqueueBatch releases the hold on From of every run moved and makes it pending in its
 // tenant's queue.
-func (s *Store) enqueueBatch(ctx context.Context, batch []store.Requeue, out []store.RequeueResult, tenants map[int]string) error {
+func (s *Store) enqueueBatch(ctx context.Context, batch []store.Requeue, moved map[int]*takenRun, out []store.RequeueResult) error {
 	var idx []int
 	var keys [][]string
 	var args [][]any
-	for i := range batch {
-		if !out[i].Moved {
-			continue
-		}
+	for i := range moved {
 		idx = append(idx, i)
 		keys = append(keys, []string{s.resvKey(batch[i].From), s.holdOf()})
 		args = append(args, []any{batch[i].RunID, batch[i].From, s.tenantHoldsPrefix()})
@@ -212,7 +222,7 @@ func (s *Store) enqueueBatch(ctx context.Context, batch []store.Requeue, out []s
 	keys, args = keys[:0], args[:0]
 	for _, i := range idx {
 		keys = append(keys, s.qKeys())
-		args = append(args, s.qArgs(batch[i].RunID, tenants[i]))
+		args = append(args, s.qArgs(batch[i].RunID, moved[i].tenant))
 	}
 	_, errs, err := s.evalMany(ctx, "enqueue runs", scriptEnqueue, keys, args)
 	if err != nil {

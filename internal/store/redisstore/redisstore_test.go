@@ -275,47 +275,58 @@ func TestStore_ReadLedgers(t *testing.T) {
 	}
 }
 
-// TestStore_RequeueRuns_changedRunAndFlushedScripts: a run written between RequeueRuns' read
-// and its write is read again and requeued on its own (Take sees the new record), and scripts
-// flushed from Redis (a restart) are loaded again.
+// TestStore_RequeueRuns_changedRunAndFlushedScripts: a run written after Take saw it is
+// neither fenced nor requeued (the write may be a newer activation's, on an instance that
+// reuses the lost one's id), while the batch's other runs move; a run written after its fence
+// is taken again on its own; scripts flushed from Redis (a restart) are loaded again.
 func TestStore_RequeueRuns_changedRunAndFlushedScripts(t *testing.T) {
 	ctx := context.Background()
 	st := openTest(t, sharedRedis(t), nil)
-	for _, id := range []string{"r1", "r2"} {
+	for _, id := range []string{"r1", "r2", "r3"} {
 		_, _, err := st.CreateRun(ctx, &messages.SharedRun{SharedRunId: id, TenantId: "t1", Status: messages.RunRunning,
 			AssignedRuntimeInstanceId: "lost", ExecutionId: "x" + id})
 		require.NoError(t, err)
 		require.NoError(t, st.CreateExecution(ctx, &messages.Execution{ExecutionId: "x" + id, SharedRunId: id, RuntimeInstanceId: "lost", Epoch: 1}))
 	}
 	require.NoError(t, st.Client().ScriptFlush(ctx).Err())
-	takes := 0
+	takes3 := 0
 	rq := func(id string) store.Requeue {
 		return store.Requeue{RunID: id, ExecutionID: "x" + id, From: "lost", Owner: "recovery:a",
 			Take: func(r *messages.SharedRun) bool {
-				if id == "r1" {
-					if takes++; takes == 1 { // a writer gets in between the read and the write
-						_, err := st.UpdateRun(ctx, id, func(r *messages.SharedRun) error { r.FailureReason = "meanwhile"; return nil })
-						require.NoError(t, err)
-					}
+				if id == "r1" { // a writer gets in between Take and the fence
+					_, err := st.UpdateRun(ctx, id, func(r *messages.SharedRun) error { r.FailureReason = "meanwhile"; return nil })
+					require.NoError(t, err)
 				}
 				return r.Status == messages.RunRunning
 			},
 			Entry: func(epoch int64) *messages.LedgerEntry {
+				if id == "r3" && takes3 == 0 { // a writer gets in between the fence and the write
+					takes3++
+					_, err := st.UpdateRun(ctx, id, func(r *messages.SharedRun) error { r.FailureReason = "meanwhile"; return nil })
+					require.NoError(t, err)
+				}
 				return &messages.LedgerEntry{Kind: messages.KindRecovery, Epoch: epoch}
 			}}
 	}
-	res, err := st.RequeueRuns(ctx, []store.Requeue{rq("r1"), rq("r2")})
+	res, err := st.RequeueRuns(ctx, []store.Requeue{rq("r1"), rq("r2"), rq("r3")})
 	require.NoError(t, err)
-	for i, r := range res {
-		require.NoError(t, r.Err, "run %d", i)
-		require.True(t, r.Moved && r.Fenced && r.Epoch == 2, "run %d: %+v", i, r)
-	}
-	require.Equal(t, 2, takes, "r1 taken again after the conflict")
+	require.NoError(t, res[0].Err)
+	require.False(t, res[0].Fenced || res[0].Moved, "r1 changed after Take: %+v", res[0])
+	x, _, err := st.GetExecution(ctx, "xr1")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, x.Epoch, "r1's execution fenced although its run changed")
 	run, err := st.GetRun(ctx, "r1")
 	require.NoError(t, err)
+	require.Equal(t, messages.RunRunning, run.Status)
+	require.NoError(t, res[1].Err)
+	require.True(t, res[1].Moved && res[1].Fenced && res[1].Epoch == 2, "r2: %+v", res[1])
+	require.NoError(t, res[2].Err)
+	require.True(t, res[2].Moved && res[2].Fenced && res[2].Epoch == 2, "r3: %+v", res[2])
+	run, err = st.GetRun(ctx, "r3")
+	require.NoError(t, err)
 	require.Equal(t, messages.RunQueued, run.Status)
-	require.Equal(t, "meanwhile", run.FailureReason, "the concurrent write is kept")
-	led, err := st.ReadLedger(ctx, "r1", 0, 0)
+	require.Equal(t, "meanwhile", run.FailureReason, "the write between the fence and the requeue is kept")
+	led, err := st.ReadLedger(ctx, "r3", 0, 0)
 	require.NoError(t, err)
 	require.Len(t, led, 1)
 }

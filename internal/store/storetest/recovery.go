@@ -92,9 +92,9 @@ func testRequeueRunsMoves(t *testing.T, e *env) {
 }
 
 // testRequeueRunsMixed: in one batch, each run on its own: a run whose execution a newer
-// activation took is left alone; a run Take declines (queued already) is fenced again but
-// not moved; a run without execution moves at epoch 0; a missing run is no error; and a
-// movable run moves.
+// activation took is left alone; a run Take declines (queued already) is neither fenced nor
+// moved; a run without execution moves at epoch 0; a missing run is no error; and a movable
+// run moves.
 func testRequeueRunsMixed(t *testing.T, e *env) {
 	recovery(t, e)
 	runOn(t, e, "taken", "lost")
@@ -118,8 +118,11 @@ func testRequeueRunsMixed(t *testing.T, e *env) {
 	noErr(t, err)
 	equal(t, "taken: still running", r.GetStatus(), messages.RunRunning)
 	equal(t, "taken: no entry", len(readLedger(t, e, "taken")), 0)
-	equal(t, "declined: fenced", res[1].Fenced, true)
+	equal(t, "declined: not fenced", res[1].Fenced, false)
 	equal(t, "declined: not moved", res[1].Moved, false)
+	x, _, err := e.st.GetExecution(e.ctx, "xdeclined")
+	noErr(t, err)
+	equal(t, "declined: epoch untouched", x.GetEpoch(), int64(1))
 	equal(t, "declined: no entry", len(readLedger(t, e, "declined")), 0)
 	equal(t, "declined: hold kept", reservationHeld(t, e, "lost", "declined"), true)
 	equal(t, "no execution: moved", res[2].Moved, true)
