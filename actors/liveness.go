@@ -29,12 +29,16 @@ func (n *Node) renewLiveness(ctx context.Context) {
 	e := n.env
 	rules := livenessRules(e.cfg)
 	rctx, cancel := context.WithTimeout(ctx, rules.Interval)
+	start := time.Now()
 	ok, err := n.plane.recoverer.RenewLiveness(rctx, rules.TTL)
 	cancel()
-	if err != nil {
-		e.log.Debug("renew liveness lease", zap.Error(err))
-	}
 	now := time.Now()
+	switch took := now.Sub(start); {
+	case err != nil:
+		e.log.Debug("renew liveness lease", zap.Duration("took", took), zap.Error(err))
+	case took > rules.Interval/2:
+		e.log.Debug("liveness lease renewal slow", zap.Duration("took", took))
+	}
 	l := &n.live
 	l.mu.Lock()
 	l.healthySince = controlplane.NextHealthySince(l.healthySince, l.renewedAt, now, ok && err == nil, rules)
@@ -79,41 +83,45 @@ func (n *Node) startLiveness(ctx context.Context) {
 // peer of the membership is still there: a connection to its actor endpoint that is refused
 // means its process is gone; a liveness lease it has not renewed for LivenessTTL (while this
 // node's own renewals went through) means it is paused, cut off from the store, or gone
-// (controlplane.JudgeMember). Lost peers are reported on the channel, each once; the checks
-// run on the node's group and stop when ctx ends.
+// (controlplane.JudgeMember). A peer whose lease is due to lapse before the next check is
+// checked again as it lapses (controlplane.NextLivenessCheck). Lost peers are reported on the
+// channel, each once; the checks run on the node's group and stop when ctx ends.
 func (n *Node) watchLiveness(ctx context.Context) <-chan cluster.Member {
 	e := n.env
 	out := make(chan cluster.Member, 16)
 	e.group.Go(func(context.Context) {
 		known := map[string]controlplane.MemberLiveness{}
 		reported := map[string]bool{} // lost members already reported
-		tk := time.NewTicker(e.cfg.LivenessInterval)
-		defer tk.Stop()
+		timer := time.NewTimer(e.cfg.LivenessInterval)
+		defer timer.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-tk.C:
+			case <-timer.C:
 			}
-			if e.dead.Load() {
-				continue
-			}
-			for _, m := range n.checkPeers(ctx, known, reported) {
-				select {
-				case out <- m:
-				case <-ctx.Done():
-					return
+			next := time.Now().Add(e.cfg.LivenessInterval)
+			if !e.dead.Load() {
+				var lost []cluster.Member
+				lost, next = n.checkPeers(ctx, known, reported)
+				for _, m := range lost {
+					select {
+					case out <- m:
+					case <-ctx.Done():
+						return
+					}
 				}
 			}
+			timer.Reset(time.Until(next))
 		}
 	})
 	return out
 }
 
 // checkPeers observes every peer not yet reported once (in parallel), judges it, and returns
-// the newly lost ones, which it adds to reported. known is updated: members that left the
-// membership are forgotten.
-func (n *Node) checkPeers(ctx context.Context, known map[string]controlplane.MemberLiveness, reported map[string]bool) []cluster.Member {
+// the newly lost ones, which it adds to reported, and when to check next. known is updated:
+// members that left the membership are forgotten.
+func (n *Node) checkPeers(ctx context.Context, known map[string]controlplane.MemberLiveness, reported map[string]bool) ([]cluster.Member, time.Time) {
 	e := n.env
 	rules := livenessRules(e.cfg)
 	var peers []cluster.Member
@@ -129,9 +137,9 @@ func (n *Node) checkPeers(ctx context.Context, known map[string]controlplane.Mem
 		go func() {
 			defer wg.Done()
 			cctx, cancel := context.WithTimeout(ctx, rules.Interval)
-			free, err := n.plane.recoverer.LivenessLapsed(cctx, m.ID)
+			free, until, err := n.plane.recoverer.ReadLiveness(cctx, m.ID)
 			cancel()
-			obs[i].LeaseFree = free && err == nil
+			obs[i].LeaseFree, obs[i].LeaseUntil = free && err == nil, until
 			obs[i].Refused = endpointRefuses(m.Address)
 		}()
 	}
@@ -139,12 +147,14 @@ func (n *Node) checkPeers(ctx context.Context, known map[string]controlplane.Mem
 	since, renewed := n.live.self()
 	now := time.Now()
 	next := make(map[string]controlplane.MemberLiveness, len(peers))
+	untils := make([]time.Time, 0, len(peers))
 	var lost []cluster.Member
 	for i, m := range peers {
 		o := obs[i]
 		o.Now, o.HealthySince, o.RenewedAt = now, since, renewed
 		verdict, keep := controlplane.JudgeMember(known[m.ID], o, rules)
 		next[m.ID] = keep
+		untils = append(untils, o.LeaseUntil)
 		if verdict.Lost() {
 			reported[m.ID] = true
 			e.log.Warn("cluster member lost: liveness check", zap.String("member", m.ID), zap.String("node", m.NodeID),
@@ -156,5 +166,5 @@ func (n *Node) checkPeers(ctx context.Context, known map[string]controlplane.Mem
 	for id, k := range next {
 		known[id] = k
 	}
-	return lost
+	return lost, controlplane.NextLivenessCheck(now, untils, rules)
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
 
 	"github.com/dairuntime/dair/internal/controlplane"
 )
@@ -57,7 +58,11 @@ func (p *pump) Receive(c actor.Context) {
 	case *pumpTick, *pumpWake:
 		cfg := p.env.cfg
 		p.again = !p.cycle.start(p.env, c.Self(), 2*cfg.QueueVisibility, func(ctx context.Context) any {
+			start := time.Now()
 			n, settled, _ := p.dispatcher.Cycle(ctx, p.id)
+			if n > 0 {
+				p.env.log.Debug("pump cycle", zap.Int("claimed", n), zap.Int("settled", settled), zap.Duration("took", time.Since(start)))
+			}
 			// Go again at once only while a full batch made progress; a batch that all stayed
 			// queued (no capacity) waits for the next tick instead of spinning.
 			return &pumpCycleDone{full: settled > 0 && (n >= cfg.PumpBatch || p.dispatcher.Backlogged())}

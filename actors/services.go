@@ -15,6 +15,8 @@ import (
 // The node's pieces satisfy the services' consumer interfaces.
 var (
 	_ controlplane.Ledger         = (*ledger.Writer)(nil)
+	_ controlplane.AsyncLedger    = (*ledger.Writer)(nil)
+	_ controlplane.Notifier       = (*ledger.Writer)(nil)
 	_ controlplane.PipelineWidths = (*pipelineCache)(nil)
 	_ controlplane.DispatchRouter = (*providers.Registry)(nil)
 	_ controlplane.ScaleOutRouter = (*providers.Registry)(nil)

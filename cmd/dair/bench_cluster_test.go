@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -42,19 +43,21 @@ steps:
 
 // recoveryInFlight is how many executions a recovery trial submits; the kill comes once
 // recoveryReady of them run. A trial whose executions have not all resumed recoveryStall after
-// the kill has stalled.
+// the kill has stalled. The trial reads the ledgers every recoveryPoll.
 const (
 	recoveryInFlight = 1000
 	recoveryReady    = 980
 	recoveryStall    = time.Minute
+	recoveryPoll     = 10 * time.Millisecond
 )
 
 // recoveryResult is one recovery trial that got as far as the kill.
 type recoveryResult struct {
-	took    time.Duration // kill → last execution resumed; recoveryStall when stalled
-	held    int           // executions the victim held at the kill
-	stalled int           // of held, not resumed recoveryStall after the kill (0: recovered)
-	detail  string        // where the stalled executions stood
+	took    time.Duration  // kill → last execution resumed; recoveryStall when stalled
+	held    int            // executions the victim held at the kill
+	stalled int            // of held, not resumed recoveryStall after the kill (0: recovered)
+	detail  string         // where the stalled executions stood
+	phases  recoveryPhases // where the time went (recovered trials)
 }
 
 // BenchmarkClusterRecovery measures, over several trials on a fresh 3-node process cluster
@@ -72,6 +75,10 @@ type recoveryResult struct {
 // recoveryReady executions running) says nothing about recovery: it is counted in
 // setup-failures and run again (at most twice per sub-benchmark). Reports p50-ns, max-ns,
 // resumed/trial (over recovered trials), recovered-trials, stalled-trials and setup-failures.
+// Each recovered trial logs where its time went (recoveryPhases); wrong-verdicts counts the
+// survivors' log lines that declared a member other than the victim lost (a live node taken
+// for lost, which must stay 0). A trial slower than 2.5 s,
+// or every trial with DAIR_BENCH_KEEP_LOGS set, keeps its nodes' logs in a temporary directory.
 func BenchmarkClusterRecovery(b *testing.B) {
 	if testing.Short() {
 		b.Skip("multi-process cluster benchmark")
@@ -86,8 +93,8 @@ func BenchmarkClusterRecovery(b *testing.B) {
 	}{{"local", "local", false, 5}, {"lan", "lan", false, 5}, {"paused", "lan", true, 5}} {
 		b.Run(tc.name, func(b *testing.B) {
 			var (
-				took                     []time.Duration
-				resumed, stalled, setups int
+				took                            []time.Duration
+				resumed, stalled, setups, wrong int
 			)
 			for i := 0; i < tc.trials; {
 				db++ // a fresh key space per trial
@@ -107,9 +114,10 @@ func BenchmarkClusterRecovery(b *testing.B) {
 						i, tc.name, res.stalled, res.held, recoveryStall, res.detail)
 					continue
 				}
-				b.Logf("trial %d (%s): %d executions resumed elsewhere %s after the fault", i, tc.name, res.held, res.took.Round(time.Millisecond))
+				b.Logf("trial %d (%s): %d executions resumed elsewhere %s after the fault (%s)", i, tc.name, res.held, res.took.Round(time.Millisecond), res.phases)
 				took = append(took, res.took)
 				resumed += res.held
+				wrong += res.phases.wrongVerdicts
 			}
 			if len(took) > 0 {
 				slices.Sort(took)
@@ -120,15 +128,16 @@ func BenchmarkClusterRecovery(b *testing.B) {
 			b.ReportMetric(float64(len(took)), "recovered-trials")
 			b.ReportMetric(float64(stalled), "stalled-trials")
 			b.ReportMetric(float64(setups), "setup-failures")
+			b.ReportMetric(float64(wrong), "wrong-verdicts")
 		})
 	}
 }
 
 // recoveryTrial runs one trial on the store at url and returns the time from the kill (pause:
-// the SIGSTOP) until
-// every execution of the victim resumed and how many there were, or, when recovery stalled,
-// how many had not resumed recoveryStall after the kill. It returns an error only when the
-// setup failed: the cluster did not get recoveryReady executions running within 30 s.
+// the SIGSTOP) until every execution of the victim resumed and how many there were, or, when
+// recovery stalled, how many had not resumed recoveryStall after the kill. It returns an error
+// only when the setup failed: the cluster did not get recoveryReady executions running within
+// 30 s.
 func recoveryTrial(b *testing.B, url, profile string, pause bool) (recoveryResult, error) {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -156,16 +165,51 @@ func recoveryTrial(b *testing.B, url, profile string, pause bool) (recoveryResul
 		b.Fatalf("put pipeline: %v", err)
 	}
 	submitMany(b, ctx, pc, tenant, "hold", recoveryInFlight)
-	submitted := time.Now()
+	victim, after, err := pickVictim(b, ctx, st, pc, tenant)
+	if err != nil {
+		return recoveryResult{}, err
+	}
+	held := len(after)
+	seqs := maps.Clone(after)
+	member, err := victim.MemberID(ctx)
+	if err != nil {
+		b.Fatalf("victim's member id: %v", err)
+	}
 
-	// Wait until every execution runs, then pick the node holding the most.
+	killed := time.Now()
+	if pause {
+		victim.Stop()
+		defer victim.Cont()
+	} else {
+		victim.Kill()
+	}
+	if err := waitResumedSince(ctx, st, after, killed); err != nil {
+		if !errors.Is(err, errStalled) {
+			b.Fatalf("wait for recovery: %v", err)
+		}
+		return recoveryResult{took: recoveryStall, held: held, stalled: len(after), detail: stuckRuns(ctx, st, after)}, nil
+	}
+	took := time.Since(killed)
+	phases := measurePhases(ctx, st, pc, victim, member, killed, seqs)
+	if took > 2500*time.Millisecond || os.Getenv("DAIR_BENCH_KEEP_LOGS") != "" {
+		keepLogs(b, pc)
+		b.Logf("the run that resumed last: %s", phases.last)
+	}
+	return recoveryResult{took: took, held: held, phases: phases}, nil
+}
+
+// pickVictim waits until recoveryReady executions run (an error after 30 s: the setup failed)
+// and returns the node holding the most of them, with the last ledger seq of each run it holds.
+func pickVictim(b *testing.B, ctx context.Context, st *redisstore.Store, pc *testkit.ProcessCluster, tenant string) (*testkit.ProcessNode, map[string]int64, error) {
+	b.Helper()
+	submitted := time.Now()
 	var insts []*messages.CapacityDescriptor
 	if err := testkit.WaitFor(ctx, 50*time.Millisecond, func() (bool, error) {
 		if time.Since(submitted) > 30*time.Second {
 			return false, fmt.Errorf("fewer than %d executions running after 30s (registry: %s)", recoveryReady, describeInstances(insts))
 		}
-		insts, err = st.ListInstances(ctx)
-		if err != nil {
+		var err error
+		if insts, err = st.ListInstances(ctx); err != nil {
 			return false, nil
 		}
 		total := int32(0)
@@ -174,7 +218,7 @@ func recoveryTrial(b *testing.B, url, profile string, pause bool) (recoveryResul
 		}
 		return total >= recoveryReady, nil
 	}); err != nil {
-		return recoveryResult{}, err
+		return nil, nil, err
 	}
 	load := map[string]int32{}
 	for _, d := range insts {
@@ -212,24 +256,24 @@ func recoveryTrial(b *testing.B, url, profile string, pause bool) (recoveryResul
 	if len(after) == 0 {
 		b.Fatalf("the victim %s holds no execution", victim.ID())
 	}
-	held := len(after)
+	return victim, after, nil
+}
 
-	killed := time.Now()
-	if pause {
-		victim.Stop()
-		defer victim.Cont()
-	} else {
-		victim.Kill()
-	}
-	if err := testkit.WaitFor(ctx, 5*time.Millisecond, func() (bool, error) {
-		if time.Since(killed) > recoveryStall {
+// waitResumedSince waits until every run of after (run id → ledger seq to read from) has a
+// recovery entry "resumed-from-committed-steps", removing each from after as it resumes; it
+// returns errStalled recoveryStall after the fault. One pipelined read of every ledger not
+// yet resumed per poll: the harness must not take the CPU the recovery it measures needs (a
+// read per run per poll took a third of it).
+func waitResumedSince(ctx context.Context, st *redisstore.Store, after map[string]int64, fault time.Time) error {
+	return testkit.WaitFor(ctx, recoveryPoll, func() (bool, error) {
+		if time.Since(fault) > recoveryStall {
 			return false, errStalled
 		}
-		for id, seq := range after {
-			entries, err := st.ReadLedger(ctx, id, seq, 0)
-			if err != nil {
-				return false, nil
-			}
+		news, err := st.ReadLedgers(ctx, after)
+		if err != nil {
+			return false, nil
+		}
+		for id, entries := range news {
 			for _, e := range entries {
 				if e.Kind == messages.KindRecovery && e.Reason == "resumed-from-committed-steps" {
 					delete(after, id)
@@ -239,17 +283,7 @@ func recoveryTrial(b *testing.B, url, profile string, pause bool) (recoveryResul
 			}
 		}
 		return len(after) == 0, nil
-	}); err != nil {
-		if !errors.Is(err, errStalled) {
-			b.Fatalf("wait for recovery: %v", err)
-		}
-		return recoveryResult{took: recoveryStall, held: held, stalled: len(after), detail: stuckRuns(ctx, st, after)}, nil
-	}
-	took := time.Since(killed)
-	if took > 2500*time.Millisecond {
-		keepLogs(b, pc)
-	}
-	return recoveryResult{took: took, held: held}, nil
+	})
 }
 
 // keepLogs writes the nodes' logs of a slow trial to files that outlive the benchmark and

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dairuntime/dair/httpapi"
+	"github.com/dairuntime/dair/internal/controlplane"
 	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/internal/store/redisstore"
 	"github.com/dairuntime/dair/messages"
@@ -79,6 +80,62 @@ func TestCluster_pausedNodeIsFencedWithinTheLivenessBoundOnLAN(t *testing.T) {
 	took := time.Since(paused)
 	t.Logf("%d executions of the paused node fenced %s after the SIGSTOP", len(held), took.Round(time.Millisecond))
 	require.LessOrEqual(t, took, livenessBound, "fenced later than the bound: the liveness check did not declare the paused node lost")
+}
+
+// TestCluster_pausedNodeIsJudgedAsItsLeaseLapses: a checker does not wait for its next
+// regular check (every LivenessInterval, here 1 s of a 4 s TTL) to judge a paused peer: it
+// reads when the peer's lease is due to lapse and looks again right then, so the peer is
+// declared dead (its tombstone written) within a fraction of an interval of the lapse.
+func TestCluster_pausedNodeIsJudgedAsItsLeaseLapses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process cluster test")
+	}
+	testkit.RequireRedis(t)
+	const ttl = 4 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := testkit.StartRedis(t, testkit.RedisOptions{})
+	started := time.Now()
+	pc := testkit.StartProcessCluster(t, testkit.ProcessClusterOptions{Binary: dairBin, N: 3, RedisURL: r.URL(), Profile: "lan",
+		ExtraArgs: []string{"--liveness-ttl", ttl.String()}})
+	defer pc.Close()
+	pc.WaitTopology(3)
+	st, err := redisstore.Open(ctx, redisstore.Options{URL: r.URL()})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, st.Close()) }()
+	victims := map[string]*testkit.ProcessNode{} // member id → node
+	for _, n := range pc.Nodes()[1:] {
+		id, err := n.MemberID(ctx)
+		require.NoError(t, err)
+		victims[id] = n
+	}
+	// The checker judges a lapse only once its own renewals went through for a whole TTL.
+	testkit.Eventually(t, time.Minute, 50*time.Millisecond, func() bool { return time.Since(started) > ttl+time.Second },
+		"the checker healthy for a TTL")
+	for _, n := range victims {
+		n.Stop()
+		defer n.Cont()
+	}
+	lapse, declared := map[string]time.Time{}, map[string]time.Time{}
+	testkit.Eventually(t, 30*time.Second, 5*time.Millisecond, func() bool {
+		for id := range victims {
+			// A renewal sent just before the pause may still land: keep the last deadline read.
+			if until, _, err := st.LeaseExpiry(ctx, controlplane.LivenessLease(id)); err == nil && until.After(lapse[id]) {
+				lapse[id] = until
+			}
+			if dead, _, err := st.LeaseExpiry(ctx, store.TombstoneLease(id)); err == nil && !dead.IsZero() && declared[id].IsZero() {
+				declared[id] = time.Now()
+			}
+		}
+		return len(declared) == len(victims)
+	}, "both paused nodes declared dead")
+	for id, at := range declared {
+		late := at.Sub(lapse[id])
+		t.Logf("%s declared dead %s after its lease lapsed", victims[id].ID(), late.Round(time.Millisecond))
+		// Without the check at the lapse, the verdict waits for the next regular check: up to
+		// the 1 s interval later.
+		require.Less(t, late, 350*time.Millisecond, "%s judged long after its lease lapsed", victims[id].ID())
+	}
 }
 
 // TestCluster_redisRestartDeclaresNoNodeLost: Redis is down longer than the liveness TTL, so

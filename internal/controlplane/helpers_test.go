@@ -103,17 +103,23 @@ type plane struct {
 
 func newPlane(t *testing.T, st store.Store) *plane {
 	t.Helper()
+	return newPlaneAs(t, st, "cp-1")
+}
+
+// newPlaneAs is newPlane for a control plane of incarnation (its leases' holder).
+func newPlaneAs(t *testing.T, st store.Store, incarnation string) *plane {
+	t.Helper()
 	p := &plane{st: st, router: &router{ok: true}}
 	w := ledger.NewWriter(st, ledger.WriterConfig{})
 	p.tenants = controlplane.NewTenants(st, controlplane.TenantsConfig{})
 	var err error
-	p.scaler, err = controlplane.NewScaler(st, controlplane.ScalerConfig{Holder: "cp-1", Router: p.router, Ledger: w, Tenants: p.tenants,
+	p.scaler, err = controlplane.NewScaler(st, controlplane.ScalerConfig{Holder: incarnation, Router: p.router, Ledger: w, Tenants: p.tenants,
 		Group: group(t), OnCreated: func(id string) { p.mu.Lock(); p.created = append(p.created, id); p.mu.Unlock() }})
 	require.NoError(t, err)
 	p.dispatcher, err = controlplane.NewDispatcher(st, controlplane.DispatcherConfig{ReservationTTL: time.Minute, Router: p.router, Ledger: w,
 		Tenants: p.tenants, Scaler: p.scaler})
 	require.NoError(t, err)
-	p.recoverer, err = controlplane.NewRecoverer(st, controlplane.RecovererConfig{NodeID: "cp", Incarnation: "cp-1", Ledger: w,
+	p.recoverer, err = controlplane.NewRecoverer(st, controlplane.RecovererConfig{NodeID: "cp", Incarnation: incarnation, Ledger: w,
 		HeartbeatInterval: time.Millisecond, ReservationTTL: time.Minute})
 	require.NoError(t, err)
 	return p

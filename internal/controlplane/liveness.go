@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/dairuntime/dair/internal/store"
 )
 
 // LivenessLease names the lease that cluster member (an actor system id) renews while it
@@ -25,14 +27,23 @@ func (r *Recoverer) RenewLiveness(ctx context.Context, ttl time.Duration) (bool,
 	return ok, nil
 }
 
-// LivenessLapsed reports whether member's liveness lease is free (lapsed, or never taken). It
-// takes the free lease for a millisecond, which leaves nothing behind. It blocks on store I/O.
-func (r *Recoverer) LivenessLapsed(ctx context.Context, member string) (bool, error) {
+// ReadLiveness reads member's liveness lease: free reports it lapsed (or never taken); until
+// is when it lapses while held, or the zero time when the store cannot tell (it is no
+// store.LeaseReader: the lease is then probed by taking it for a millisecond when free, which
+// leaves nothing behind). It blocks on store I/O.
+func (r *Recoverer) ReadLiveness(ctx context.Context, member string) (free bool, until time.Time, err error) {
+	if lr, ok := r.st.(store.LeaseReader); ok {
+		until, _, err := lr.LeaseExpiry(ctx, LivenessLease(member))
+		if err != nil {
+			return false, time.Time{}, fmt.Errorf("read liveness lease of %s: %w", member, err)
+		}
+		return until.IsZero(), until, nil
+	}
 	ok, err := r.st.AcquireLease(ctx, LivenessLease(member), livenessProbeHolder+r.cfg.Incarnation, time.Millisecond)
 	if err != nil {
-		return false, fmt.Errorf("read liveness lease of %s: %w", member, err)
+		return false, time.Time{}, fmt.Errorf("read liveness lease of %s: %w", member, err)
 	}
-	return ok, nil
+	return ok, time.Time{}, nil
 }
 
 // LivenessRules are the timings of JudgeMember.
@@ -54,6 +65,8 @@ type LivenessObservation struct {
 	RenewedAt time.Time
 	// LeaseFree: the peer's liveness lease is free (lapsed, or never taken).
 	LeaseFree bool
+	// LeaseUntil is when the peer's lease lapses unless renewed (zero: free, or not known).
+	LeaseUntil time.Time
 	// Refused: a connection attempt to the peer's actor endpoint was refused (nothing listens
 	// there any more: the process is gone).
 	Refused bool
@@ -134,4 +147,29 @@ func NextHealthySince(since, lastRenewed, now time.Time, ok bool, rules Liveness
 		return now
 	}
 	return since
+}
+
+// LivenessCheckSlack is how long after a peer's lease is due to lapse its checker reads it
+// again: the store judges a lease by the reader's clock, so the read finds it lapsed unless the
+// peer renewed it meanwhile.
+const LivenessCheckSlack = 5 * time.Millisecond
+
+// NextLivenessCheck returns when a checker that looked at its peers at now looks again: one
+// Interval later, or, when the lease of a peer is due to lapse before that (the peer stopped
+// renewing it), LivenessCheckSlack after the first such lapse, so that a paused peer is judged
+// as its lease lapses rather than up to an Interval later. untils are the peers' LeaseUntil
+// (zero ones do not count; one that lapsed since it was read asks for a check at once). It is
+// never sooner than LivenessCheckSlack after now, so no reading of the store can make the
+// checker spin. It is pure.
+func NextLivenessCheck(now time.Time, untils []time.Time, rules LivenessRules) time.Time {
+	next := now.Add(rules.Interval)
+	for _, u := range untils {
+		if at := u.Add(LivenessCheckSlack); !u.IsZero() && at.Before(next) {
+			next = at
+		}
+	}
+	if soonest := now.Add(LivenessCheckSlack); next.Before(soonest) {
+		return soonest
+	}
+	return next
 }

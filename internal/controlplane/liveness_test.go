@@ -93,3 +93,34 @@ func TestNextHealthySince(t *testing.T) {
 		})
 	}
 }
+
+func TestNextLivenessCheck(t *testing.T) {
+	rules := controlplane.LivenessRules{TTL: time.Second, Interval: 250 * time.Millisecond}
+	now := time.Unix(1_000_000, 0)
+	slack := controlplane.LivenessCheckSlack
+	at := func(d time.Duration) time.Time { return now.Add(d) }
+	cases := []struct {
+		name   string
+		untils []time.Time
+		want   time.Time
+	}{
+		{name: "no peers: one interval later", want: at(rules.Interval)},
+		{name: "peers renewing: their leases outlast the interval", untils: []time.Time{at(900 * time.Millisecond), at(time.Second)},
+			want: at(rules.Interval)},
+		{name: "free or unknown leases do not count", untils: []time.Time{{}, {}}, want: at(rules.Interval)},
+		{name: "a lease due within the interval: just after it lapses", untils: []time.Time{at(time.Second), at(100 * time.Millisecond)},
+			want: at(100*time.Millisecond + slack)},
+		{name: "the first of two due leases", untils: []time.Time{at(200 * time.Millisecond), at(50 * time.Millisecond)},
+			want: at(50*time.Millisecond + slack)},
+		{name: "a lease due right at the interval's end: the interval", untils: []time.Time{at(rules.Interval - slack)},
+			want: at(rules.Interval)},
+		{name: "a lease that lapsed since it was read: at once (the slack)", untils: []time.Time{at(-time.Millisecond)},
+			want: at(slack)},
+		{name: "a lease long past: never sooner than the slack", untils: []time.Time{at(-time.Hour)}, want: at(slack)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, controlplane.NextLivenessCheck(now, tc.untils, rules))
+		})
+	}
+}

@@ -81,8 +81,9 @@ type Recoverer struct {
 	st  RecovererStore
 	cfg RecovererConfig
 
-	mu       sync.Mutex            // guards suspects
+	mu       sync.Mutex            // guards suspects and inflight
 	suspects map[string]*Suspicion // active runs on live instances whose hold was stale, by run id
+	inflight map[string]bool       // runs being recovered by a call of this recoverer, by run id
 }
 
 // NewRecoverer returns a recoverer over st.
@@ -90,7 +91,7 @@ func NewRecoverer(st RecovererStore, cfg RecovererConfig) (*Recoverer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Recoverer{st: st, cfg: cfg.withDefaults(), suspects: map[string]*Suspicion{}}, nil
+	return &Recoverer{st: st, cfg: cfg.withDefaults(), suspects: map[string]*Suspicion{}, inflight: map[string]bool{}}, nil
 }
 
 // activeStatuses are the statuses of a run that an instance holds.
@@ -99,6 +100,7 @@ var activeStatuses = []string{messages.RunDispatched, messages.RunRunning, messa
 // Round is one pass of the recovery coordinator (repair: also repair queued and parked runs).
 // It does nothing when another control plane holds the recovery lease.
 func (r *Recoverer) Round(ctx context.Context, repair bool) error {
+	start := time.Now()
 	ok, err := r.st.AcquireLease(ctx, "recovery", r.cfg.Incarnation, 3*r.cfg.Interval+time.Second)
 	if err != nil {
 		return fmt.Errorf("recovery lease: %w", err)
@@ -106,32 +108,15 @@ func (r *Recoverer) Round(ctx context.Context, repair bool) error {
 	if !ok {
 		return nil
 	}
-	live, err := r.liveInstances(ctx)
+	lost, held, err := r.activeRuns(ctx)
 	if err != nil {
 		return err
 	}
-	var lost, held []*messages.SharedRun
-	for _, status := range activeStatuses {
-		runs, err := r.st.ListRuns(ctx, store.RunFilter{Status: status, Limit: 100000})
-		if err != nil {
-			return fmt.Errorf("list %s runs: %w", status, err)
-		}
-		for _, run := range runs {
-			switch inst := run.AssignedRuntimeInstanceId; {
-			case inst == "":
-			case !live[inst]:
-				lost = append(lost, run)
-			default:
-				held = append(held, run)
-			}
-		}
-	}
+	defer func() {
+		r.cfg.Log.Debug("recovery round", zap.Int("lost", len(lost)), zap.Int("held", len(held)), zap.Duration("took", time.Since(start)))
+	}()
 	// The runs of lost instances first: they are what a member loss waits for.
-	eachRun(lost, func(run *messages.SharedRun) {
-		if err := r.RecoverRun(ctx, run, "runtime-instance-lost"); err != nil {
-			r.cfg.Log.Warn("recover run", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
-		}
-	})
+	r.recoverLost(ctx, lost, "runtime-instance-lost")
 	var mu sync.Mutex // guards suspects
 	suspects := map[string]*Suspicion{}
 	eachRun(held, func(run *messages.SharedRun) {
@@ -249,12 +234,22 @@ func (r *Recoverer) liveInstances(ctx context.Context) (map[string]bool, error) 
 const requeueTimeout = 10 * time.Second
 
 // RecoverRun fences the run's execution and puts the run back in the shared queue. run may be
-// an old view (the round listed it a while ago; another round may have moved it since): only an
-// execution still on the lost instance, or on none, is fenced, never the activation that
-// replaced it.
+// an old view (the round listed it a while ago; another round may have moved it since): the
+// run is read again first and left alone unless it is still as listed (TakeForRecovery); only
+// an execution still on the lost instance, or on none, is fenced, never the activation that
+// replaced it, and only a run still as listed is requeued.
 func (r *Recoverer) RecoverRun(ctx context.Context, run *messages.SharedRun, reason string) error {
 	var epoch int64
 	lost := run.AssignedRuntimeInstanceId
+	cur, err := r.st.GetRun(ctx, run.SharedRunId)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read run: %w", err)
+	case !TakeForRecovery(cur, run):
+		return nil // it moved since it was listed
+	}
 	if run.ExecutionId != "" {
 		ep, fenced, err := r.st.FenceExecution(ctx, run.ExecutionId, "recovery:"+r.cfg.Incarnation, lost)
 		switch {
@@ -271,18 +266,10 @@ func (r *Recoverer) RecoverRun(ctx context.Context, run *messages.SharedRun, rea
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), requeueTimeout)
 		defer cancel()
 	}
-	moved, err := r.requeueFrom(ctx, run.SharedRunId, lost, func(x *messages.SharedRun) bool {
-		active := x.Status == messages.RunDispatched || x.Status == messages.RunRunning || x.Status == messages.RunPaused
-		if active {
-			x.Recovery = true
-		}
-		return active
-	}, &messages.LedgerEntry{Kind: messages.KindRecovery, SharedRunId: run.SharedRunId, ExecutionId: run.ExecutionId,
-		RuntimeInstanceId: lost, Epoch: epoch, TenantId: run.GetSnapshot().GetTenantId(), Reason: reason,
-		Data: jsonOrNil(map[string]any{"lost_runtime_instance_id": lost, "fenced_epoch": epoch})})
+	moved, err := r.requeueFrom(ctx, run.SharedRunId, lost, func(x *messages.SharedRun) bool { return TakeForRecovery(x, run) },
+		recoveryEntry(run, epoch, reason))
 	if moved {
-		r.cfg.Log.Info("run requeued for recovery", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId),
-			zap.String("execution_id", run.ExecutionId), zap.String("lost_runtime_instance_id", lost), zap.Int64("epoch", epoch))
+		r.requeued(run, epoch)
 	}
 	return err
 }
@@ -441,8 +428,9 @@ func (r *Recoverer) ReleasePumpClaims(ctx context.Context, nodeID string) (int, 
 }
 
 // MemberLost declares a lost member (its actor system id, and the node id it ran as) dead,
-// takes over its recovery lease and queue claims, and (round: on a control-plane node) runs a
-// recovery round at once.
+// takes over its recovery lease and queue claims, and (round: on a control-plane node)
+// requeues the runs of lost instances at once, unless another control plane is already doing
+// it for this member.
 func (r *Recoverer) MemberLost(ctx context.Context, member, nodeID string, round bool) {
 	log := r.cfg.Log.With(zap.String("member", member), zap.String("node", nodeID))
 	log.Warn("cluster member lost")
@@ -466,7 +454,7 @@ func (r *Recoverer) MemberLost(ctx context.Context, member, nodeID string, round
 		}
 	}
 	if round {
-		if err := r.Round(ctx, false); err != nil {
+		if err := r.recoverMember(ctx, member); err != nil {
 			log.Warn("recovery after member loss", zap.Error(err))
 		}
 	}

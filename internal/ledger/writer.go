@@ -100,6 +100,14 @@ func (w *Writer) FinishRunMetered(ctx context.Context, id string, entry *message
 	return run, changed, nil
 }
 
+// Notify tells local waiters that run runID's ledger changed through a write the Writer did not
+// make (terminal: the change ended the run). It does not block.
+func (w *Writer) Notify(runID string, terminal bool) {
+	if w.hub != nil {
+		w.hub.Notify(runID, terminal)
+	}
+}
+
 // appendDirect writes entries without the committer.
 func (w *Writer) appendDirect(ctx context.Context, entries []*messages.LedgerEntry) {
 	if _, err := w.st.Append(ctx, entries...); err != nil {

@@ -8,6 +8,7 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -66,8 +67,32 @@ type Store interface {
 type RunFilter struct {
 	TenantID string
 	Status   string
+	// Statuses, when set, matches a run in any of them (and Status too, when set).
+	Statuses []string
 	// Limit caps the answer; 0 means 1000.
 	Limit int
+}
+
+// LiveOnly reports whether every run f can match is not final (a status field names only
+// active statuses), so that a store may list them from its index of live runs.
+func (f RunFilter) LiveOnly() bool {
+	if f.Status != "" && !messages.IsTerminalRun(f.Status) {
+		return true
+	}
+	if len(f.Statuses) == 0 {
+		return false
+	}
+	for _, st := range f.Statuses {
+		if messages.IsTerminalRun(st) {
+			return false
+		}
+	}
+	return true
+}
+
+// MatchesStatus reports whether a run of status passes f's status fields.
+func (f RunFilter) MatchesStatus(status string) bool {
+	return (f.Status == "" || status == f.Status) && (len(f.Statuses) == 0 || slices.Contains(f.Statuses, status))
 }
 
 // Runs stores SharedRun records.
@@ -272,6 +297,67 @@ type Leases interface {
 	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error)
 	// ReleaseLease drops name if holder holds it.
 	ReleaseLease(ctx context.Context, name, holder string) error
+}
+
+// LeaseReader reads a lease without taking it: an optional capability of a backend, checked
+// by type assertion. It blocks on I/O and is goroutine-safe.
+type LeaseReader interface {
+	// LeaseExpiry returns when name's lease lapses and who holds it, or the zero time and ""
+	// when it is free (never taken, released, or lapsed by the store's clock).
+	LeaseExpiry(ctx context.Context, name string) (until time.Time, holder string, err error)
+}
+
+// Requeue is one run of a Recovery batch: a run assigned to the lost instance From goes back to
+// the shared queue, its execution fenced first.
+type Requeue struct {
+	// RunID is the run.
+	RunID string
+	// ExecutionID is its execution, fenced as FenceExecution(ExecutionID, Owner, From) does;
+	// "" (or an execution that does not exist) fences nothing, at epoch 0.
+	ExecutionID string
+	// From is the lost instance: the execution is fenced only while it is on From or on none,
+	// and the run's hold on From is released when it moves.
+	From string
+	// Owner is the fenced execution's owner.
+	Owner string
+	// Take is called with the run's current record before anything is written (possibly more
+	// than once): it reports whether the run goes back to the queue, and may change it. Its
+	// status is then set to queued.
+	Take func(run *messages.SharedRun) bool
+	// Entry returns the ledger entry written with the requeue, given the fence's epoch.
+	Entry func(epoch int64) *messages.LedgerEntry
+}
+
+// RequeueResult is what a Recovery batch did with one Requeue.
+type RequeueResult struct {
+	// Epoch is the execution's epoch after the fence (0: no execution).
+	Epoch int64
+	// Fenced reports that the execution was fenced (or the run has none). When false, nothing
+	// was written for this run: Take declined it, the run changed after Take saw it, or its
+	// execution belongs to another instance (a newer activation took it).
+	Fenced bool
+	// Moved: the run went back to the queue (with its entry), its hold on From is released
+	// and it is enqueued.
+	Moved bool
+	// Err is this run's failure; the batch's other runs went on.
+	Err error
+}
+
+// Recovery is the batched recovery capability of a backend (an optional interface, checked by
+// type assertion): the writes that move runs off a lost instance, for many runs in a few round
+// trips. It blocks on I/O and is goroutine-safe.
+type Recovery interface {
+	// RequeueRuns does for each run of batch, independently, what FenceExecution,
+	// UpdateRunAndAppend, ReleaseReservation and Enqueue do one after the other: it reads the
+	// run and, when Take accepts it, fences its execution (only while the run is still as Take
+	// saw it, so a fence never reaches an activation that took the run since, even on an
+	// instance that reuses From's id), marks it queued with its entry appended in the same
+	// write, releases its hold on From and enqueues it. Every step is conditional, so a batch
+	// that repeats or overlaps another recovery of the same runs moves each at most once.
+	// results[i] is batch[i]'s. err is a failure of the call itself (the store is
+	// unreachable): its runs may then be left at any step, fenced but not requeued included,
+	// and another recovery must take them up.
+	RequeueRuns(ctx context.Context, batch []Requeue) (results []RequeueResult, err error)
 }
 
 // TenantStates stores the lifecycle state of each tenant's runtime scope (last seen,

@@ -240,6 +240,27 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 	return ok, nil
 }
 
+var _ store.LeaseReader = (*Store)(nil)
+
+// LeaseExpiry returns when name's lease lapses and its holder, or the zero time and "" when it
+// is free. See store.LeaseReader.
+func (s *Store) LeaseExpiry(ctx context.Context, name string) (time.Time, string, error) {
+	var (
+		until  time.Time
+		holder string
+	)
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bLeases).Get([]byte(name)); len(v) >= 8 && decodeTime(v) > s.nowNanos() {
+			until, holder = time.Unix(0, decodeTime(v)), string(v[8:])
+		}
+		return nil
+	})
+	if err != nil {
+		return time.Time{}, "", wrap("read lease", name, err)
+	}
+	return until, holder, nil
+}
+
 // ReleaseLease drops name when holder holds it.
 func (s *Store) ReleaseLease(ctx context.Context, name, holder string) error {
 	err := s.update(ctx, func(tx *bolt.Tx) error {

@@ -209,7 +209,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*messages.Sh
 	}
 	out := []*messages.SharedRun{}
 	index := bRunsCreated
-	if f.Status != "" && !messages.IsTerminalRun(f.Status) {
+	if f.LiveOnly() {
 		index = bRunsLive // recovery's scans read the runs that have not ended, not the history
 	}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
@@ -225,7 +225,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*messages.Sh
 			if err := proto.Unmarshal(v, r); err != nil {
 				return fmt.Errorf("decode run %s: %w", id, err)
 			}
-			if (f.TenantID != "" && r.GetTenantId() != f.TenantID) || (f.Status != "" && r.GetStatus() != f.Status) {
+			if (f.TenantID != "" && r.GetTenantId() != f.TenantID) || !f.MatchesStatus(r.GetStatus()) {
 				continue
 			}
 			out = append(out, r)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/redis/go-redis/v9"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dairuntime/dair/messages"
@@ -56,6 +57,53 @@ func (s *Store) Append(ctx context.Context, entries ...*messages.LedgerEntry) ([
 	return out, nil
 }
 
+// ReadLedgers is ReadLedger for many runs in one round trip: it returns, for every run id of
+// after, the entries with Seq greater than after[id] (every entry of a run whose ledger holds
+// none is left out of the answer). It blocks on one pipelined read; the caller owns the maps.
+func (s *Store) ReadLedgers(ctx context.Context, after map[string]int64) (map[string][]*messages.LedgerEntry, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("redisstore: read ledgers: %w", err)
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make(map[string]*redis.StringSliceCmd, len(after))
+	for id, seq := range after {
+		cmds[id] = pipe.LRange(ctx, s.ledgerKey(id), max(seq, 0), -1)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("redisstore: read ledgers: %w", err)
+	}
+	out := make(map[string][]*messages.LedgerEntry, len(after))
+	for id, cmd := range cmds {
+		vals := cmd.Val()
+		if len(vals) == 0 {
+			continue
+		}
+		entries, err := decodeLedger(id, max(after[id], 0), vals)
+		if err != nil {
+			return nil, err
+		}
+		out[id] = entries
+	}
+	return out, nil
+}
+
+// decodeLedger decodes the entries of run id read from position afterSeq on.
+func decodeLedger(id string, afterSeq int64, vals []string) ([]*messages.LedgerEntry, error) {
+	out := make([]*messages.LedgerEntry, len(vals))
+	for i, v := range vals {
+		e := &messages.LedgerEntry{}
+		if err := unmarshal("ledger entry", []byte(v), e); err != nil {
+			return nil, err
+		}
+		e.Seq = afterSeq + int64(i) + 1
+		if e.SharedRunId == "" {
+			e.SharedRunId = id
+		}
+		out[i] = e
+	}
+	return out, nil
+}
+
 // ReadLedger returns entries with Seq > afterSeq in Seq order, at most limit (0 means all).
 func (s *Store) ReadLedger(ctx context.Context, sharedRunID string, afterSeq int64, limit int) ([]*messages.LedgerEntry, error) {
 	if err := s.check(); err != nil {
@@ -72,17 +120,5 @@ func (s *Store) ReadLedger(ctx context.Context, sharedRunID string, afterSeq int
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: read ledger %s: %w", sharedRunID, err)
 	}
-	out := make([]*messages.LedgerEntry, len(vals))
-	for i, v := range vals {
-		e := &messages.LedgerEntry{}
-		if err := unmarshal("ledger entry", []byte(v), e); err != nil {
-			return nil, err
-		}
-		e.Seq = afterSeq + int64(i) + 1
-		if e.SharedRunId == "" {
-			e.SharedRunId = sharedRunID
-		}
-		out[i] = e
-	}
-	return out, nil
+	return decodeLedger(sharedRunID, afterSeq, vals)
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/internal/store/redisstore"
 	"github.com/dairuntime/dair/internal/store/storetest"
@@ -325,4 +327,112 @@ func TestStore_ListRuns_activeStatusReadsOnlyLiveRuns(t *testing.T) {
 		t.Fatalf("rebuilt live-runs index holds %d runs, want 3", n)
 	}
 	check("rebuilt at Open")
+}
+
+func TestStore_ReadLedgers(t *testing.T) {
+	ctx := context.Background()
+	st := openTest(t, sharedRedis(t), nil)
+	for _, e := range []*messages.LedgerEntry{
+		{SharedRunId: "r1", Kind: messages.KindSubmitted}, {SharedRunId: "r1", Kind: messages.KindDispatch},
+		{SharedRunId: "r2", Kind: messages.KindSubmitted},
+	} {
+		if _, err := st.Append(ctx, e); err != nil {
+			t.Fatalf("append: %v", err)
+		}
+	}
+	got, err := st.ReadLedgers(ctx, map[string]int64{"r1": 1, "r2": 1, "r3": 0})
+	if err != nil {
+		t.Fatalf("read ledgers: %v", err)
+	}
+	if len(got) != 1 || len(got["r1"]) != 1 {
+		t.Fatalf("read ledgers = %v, want r1's second entry only", got)
+	}
+	if e := got["r1"][0]; e.Seq != 2 || e.Kind != messages.KindDispatch || e.SharedRunId != "r1" {
+		t.Fatalf("r1 entry = %v, want seq 2 dispatch", e)
+	}
+}
+
+// TestStore_RequeueRuns_changedRunAndFlushedScripts: a run written after Take saw it is
+// neither fenced nor requeued (the write may be a newer activation's, on an instance that
+// reuses the lost one's id), while the batch's other runs move; a run written after its fence
+// is taken again on its own; scripts flushed from Redis (a restart) are loaded again.
+func TestStore_RequeueRuns_changedRunAndFlushedScripts(t *testing.T) {
+	ctx := context.Background()
+	st := openTest(t, sharedRedis(t), nil)
+	for _, id := range []string{"r1", "r2", "r3"} {
+		_, _, err := st.CreateRun(ctx, &messages.SharedRun{SharedRunId: id, TenantId: "t1", Status: messages.RunRunning,
+			AssignedRuntimeInstanceId: "lost", ExecutionId: "x" + id})
+		require.NoError(t, err)
+		require.NoError(t, st.CreateExecution(ctx, &messages.Execution{ExecutionId: "x" + id, SharedRunId: id, RuntimeInstanceId: "lost", Epoch: 1}))
+	}
+	require.NoError(t, st.Client().ScriptFlush(ctx).Err())
+	takes3 := 0
+	rq := func(id string) store.Requeue {
+		return store.Requeue{RunID: id, ExecutionID: "x" + id, From: "lost", Owner: "recovery:a",
+			Take: func(r *messages.SharedRun) bool {
+				if id == "r1" { // a writer gets in between Take and the fence
+					_, err := st.UpdateRun(ctx, id, func(r *messages.SharedRun) error { r.FailureReason = "meanwhile"; return nil })
+					require.NoError(t, err)
+				}
+				return r.Status == messages.RunRunning
+			},
+			Entry: func(epoch int64) *messages.LedgerEntry {
+				if id == "r3" && takes3 == 0 { // a writer gets in between the fence and the write
+					takes3++
+					_, err := st.UpdateRun(ctx, id, func(r *messages.SharedRun) error { r.FailureReason = "meanwhile"; return nil })
+					require.NoError(t, err)
+				}
+				return &messages.LedgerEntry{Kind: messages.KindRecovery, Epoch: epoch}
+			}}
+	}
+	res, err := st.RequeueRuns(ctx, []store.Requeue{rq("r1"), rq("r2"), rq("r3")})
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err)
+	require.False(t, res[0].Fenced || res[0].Moved, "r1 changed after Take: %+v", res[0])
+	x, _, err := st.GetExecution(ctx, "xr1")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, x.Epoch, "r1's execution fenced although its run changed")
+	run, err := st.GetRun(ctx, "r1")
+	require.NoError(t, err)
+	require.Equal(t, messages.RunRunning, run.Status)
+	require.NoError(t, res[1].Err)
+	require.True(t, res[1].Moved && res[1].Fenced && res[1].Epoch == 2, "r2: %+v", res[1])
+	require.NoError(t, res[2].Err)
+	require.True(t, res[2].Moved && res[2].Fenced && res[2].Epoch == 2, "r3: %+v", res[2])
+	run, err = st.GetRun(ctx, "r3")
+	require.NoError(t, err)
+	require.Equal(t, messages.RunQueued, run.Status)
+	require.Equal(t, "meanwhile", run.FailureReason, "the write between the fence and the requeue is kept")
+	led, err := st.ReadLedger(ctx, "r3", 0, 0)
+	require.NoError(t, err)
+	require.Len(t, led, 1)
+}
+
+// TestStore_Assign_entryWithoutShape: a registry entry published without a shape (by a node
+// of an earlier release) is listed with the shape it would have, and a decision on it is
+// refused until the instance publishes again; then it assigns.
+func TestStore_Assign_entryWithoutShape(t *testing.T) {
+	ctx := context.Background()
+	prefix := fmt.Sprintf("t%d", prefixSeq.Add(1))
+	st, err := redisstore.Open(ctx, redisstore.Options{URL: sharedRedis(t).URL(), Prefix: prefix, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	d := &messages.CapacityDescriptor{RuntimeInstanceId: "i1", CanAcceptRun: true}
+	require.NoError(t, st.PutInstance(ctx, d, time.Minute))
+	require.NoError(t, st.Client().HDel(ctx, prefix+":instshape", "i1").Err())
+	_, vers, err := st.ListInstanceVersions(ctx)
+	require.NoError(t, err)
+	require.Len(t, vers, 1)
+	require.Equal(t, store.DescriptorShape(d), vers[0], "listed with the shape it would have")
+	assign := func(id string) store.AssignResult {
+		t.Helper()
+		run := &messages.SharedRun{SharedRunId: id, TenantId: "t1", Status: messages.RunDispatched, AssignedRuntimeInstanceId: "i1"}
+		res, _, err := st.Assign(ctx, store.Assignment{Run: run, Version: store.NewRunVersion, InstanceID: "i1", InstanceVersion: vers[0],
+			Limit: 10, TTL: time.Minute})
+		require.NoError(t, err)
+		return res
+	}
+	require.Equal(t, store.InstanceChanged, assign("r1"), "no stored shape: refused")
+	require.NoError(t, st.PutInstance(ctx, d, time.Minute))
+	require.Equal(t, store.Assigned, assign("r2"), "published again: its shape is stored")
 }

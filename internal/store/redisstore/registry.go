@@ -14,7 +14,8 @@ import (
 	"github.com/dairuntime/dair/messages"
 )
 
-// Registry keys: one value per instance plus a zset of heartbeat deadlines.
+// Registry keys: one value per instance, a zset of heartbeat deadlines and a hash of shapes
+// (store.DescriptorShape, the version Assign checks).
 func (s *Store) instKey(id string) string { return s.k("inst", id) }
 func (s *Store) instDeadlines() string    { return s.k("insts") }
 func (s *Store) instShapes() string       { return s.k("instshape") }

@@ -231,7 +231,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*messages.Sh
 	}
 	index := s.runsIndex()
 	switch {
-	case f.Status != "" && !messages.IsTerminalRun(f.Status):
+	case f.LiveOnly():
 		index = s.liveIndex()
 	case f.TenantID != "":
 		index = s.tenantRunsIndex(f.TenantID)
@@ -275,7 +275,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*messages.Sh
 			if err := unmarshal("run", pb, r); err != nil {
 				return nil, err
 			}
-			if (f.Status != "" && r.Status != f.Status) || (f.TenantID != "" && r.TenantId != f.TenantID) {
+			if !f.MatchesStatus(r.Status) || (f.TenantID != "" && r.TenantId != f.TenantID) {
 				continue
 			}
 			matched = append(matched, r)

@@ -299,10 +299,9 @@ if cur[2] == '0' and ARGV[2] ~= '' then redis.call('SADD', ARGV[4] .. ARGV[2], A
 return e
 `)
 
-// scriptFenceExecution bumps the epoch while the execution belongs to ARGV[2] or to no
-// instance. KEYS[1] execution hash. ARGV[1] owner, ARGV[2] from instance, ARGV[3] updated_at,
-// ARGV[4] index prefix, ARGV[5] id. Returns {-1, 0} missing, {0, epoch} moved, {1, epoch} fenced.
-var scriptFenceExecution = redis.NewScript(`
+// fenceBody is the fence of scriptFenceExecution and scriptFenceIfRunAt: it bumps the epoch of
+// execution KEYS[1] while it belongs to ARGV[2] or to no instance.
+const fenceBody = `
 local cur = redis.call('HMGET', KEYS[1], 'inst', 'term', 'epoch')
 if not cur[2] then return {-1, 0} end
 local inst = cur[1] or ''
@@ -312,7 +311,18 @@ local e = redis.call('HINCRBY', KEYS[1], 'epoch', 1)
 redis.call('HINCRBY', KEYS[1], 'ver', 1)
 redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'inst', '', 'upd', ARGV[3])
 return {1, e}
-`)
+`
+
+// scriptFenceIfRunAt is scriptFenceExecution while the run hash KEYS[2] is still at version
+// ARGV[6]; it returns {-2, 0} and fences nothing when the run changed.
+var scriptFenceIfRunAt = redis.NewScript(`
+if redis.call('HGET', KEYS[2], 'ver') ~= ARGV[6] then return {-2, 0} end
+` + fenceBody)
+
+// scriptFenceExecution bumps the epoch while the execution belongs to ARGV[2] or to no
+// instance. KEYS[1] execution hash. ARGV[1] owner, ARGV[2] from instance, ARGV[3] updated_at,
+// ARGV[4] index prefix, ARGV[5] id. Returns {-1, 0} missing, {0, epoch} moved, {1, epoch} fenced.
+var scriptFenceExecution = redis.NewScript(fenceBody)
 
 // scriptUpdateExecution writes an execution if its epoch and version are unchanged.
 // KEYS[1] execution hash. ARGV[1] ver, ARGV[2] epoch, ARGV[3] pb, ARGV[4] owner,
@@ -397,6 +407,6 @@ return 0
 var allScripts = []*redis.Script{
 	scriptCAS, scriptCASAppend, scriptCreateRun, scriptCreateVersioned, scriptEnqueue, scriptClaim, scriptClaimTenants, scriptBacklog, scriptAck,
 	scriptRelease, scriptReleaseOwner, scriptPutInstance, scriptGCInstances, scriptReserve, scriptCreateExecution,
-	scriptAcquireExecution, scriptFenceExecution, scriptUpdateExecution, scriptCommit, scriptAppend,
+	scriptAcquireExecution, scriptFenceExecution, scriptFenceIfRunAt, scriptUpdateExecution, scriptCommit, scriptAppend,
 	scriptAcquireLease, scriptReleaseLease, scriptClaimRuns, scriptAssign, scriptListInstances,
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,6 +13,8 @@ import (
 	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/messages"
 )
+
+var _ store.LeaseReader = (*Store)(nil)
 
 // Usage events live in one list per tenant plus a set of tenants; leases are hashes of holder
 // and deadline.
@@ -112,6 +115,25 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 	}
 	n, _ := res.(int64)
 	return n == 1, nil
+}
+
+// LeaseExpiry returns when name's lease lapses and its holder, or the zero time and "" when it
+// is free. See store.LeaseReader.
+func (s *Store) LeaseExpiry(ctx context.Context, name string) (time.Time, string, error) {
+	if err := s.check(); err != nil {
+		return time.Time{}, "", fmt.Errorf("redisstore: read lease %s: %w", name, err)
+	}
+	vals, err := s.rdb.HMGet(ctx, s.leaseKey(name), "holder", "deadline").Result()
+	if err != nil {
+		return time.Time{}, "", fmt.Errorf("redisstore: read lease %s: %w", name, err)
+	}
+	holder, _ := asString(vals[0])
+	raw, _ := asString(vals[1])
+	deadline, err := strconv.ParseInt(raw, 10, 64)
+	if holder == "" || err != nil || deadline <= s.nowMicros() {
+		return time.Time{}, "", nil
+	}
+	return time.UnixMicro(deadline), holder, nil
 }
 
 // ReleaseLease drops name if holder holds it; otherwise it does nothing.

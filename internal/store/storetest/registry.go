@@ -28,6 +28,7 @@ var leaseTests = []contractTest{
 	{"AcquireLease_exclusive", testLeaseExclusive},
 	{"AcquireLease_takeoverAfterExpiry", testLeaseTakeover},
 	{"ReleaseLease_onlyHolder", testLeaseRelease},
+	{"LeaseExpiry_readsWithoutTaking", testLeaseExpiry},
 }
 
 func instance(id string, slots int32) *messages.CapacityDescriptor {
@@ -239,4 +240,31 @@ func testLeaseRelease(t *testing.T, e *env) {
 	noErr(t, e.st.ReleaseLease(e.ctx, "pump", "a"))
 	equal(t, "b after release", acquire(t, e, "pump", "b", time.Minute), true)
 	noErr(t, e.st.ReleaseLease(e.ctx, "missing", "a"))
+}
+
+// testLeaseExpiry: a held lease reads as its holder and deadline (the store's clock plus the
+// TTL), a free one (never taken, lapsed, released) as the zero time; reading takes nothing.
+func testLeaseExpiry(t *testing.T, e *env) {
+	lr, ok := e.st.(store.LeaseReader)
+	if !ok {
+		t.Skip("backend has no store.LeaseReader")
+	}
+	read := func(what string, wantUntil time.Time, wantHolder string) {
+		t.Helper()
+		until, holder, err := lr.LeaseExpiry(e.ctx, "alive/m1")
+		noErr(t, err)
+		equal(t, what+": until", until.UnixMicro(), wantUntil.UnixMicro())
+		equal(t, what+": holder", holder, wantHolder)
+	}
+	read("never taken", time.Time{}, "")
+	equal(t, "a acquires", acquire(t, e, "alive/m1", "a", time.Second), true)
+	read("held", e.clock.Now().Add(time.Second), "a")
+	equal(t, "b still blocked after the read", acquire(t, e, "alive/m1", "b", time.Second), false)
+	e.clock.Advance(999 * time.Millisecond)
+	read("about to lapse", e.clock.Now().Add(time.Millisecond), "a")
+	e.clock.Advance(time.Millisecond)
+	read("lapsed", time.Time{}, "")
+	equal(t, "a renews", acquire(t, e, "alive/m1", "a", time.Second), true)
+	noErr(t, e.st.ReleaseLease(e.ctx, "alive/m1", "a"))
+	read("released", time.Time{}, "")
 }

@@ -47,6 +47,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Registry", registryTests},
 		{"Reservations", reservationTests},
 		{"Assign", assignTests},
+		{"Recovery", recoveryTests},
 		{"Executions", executionTests},
 		{"Ledger", ledgerTests},
 		{"Tenants", tenantTests},
