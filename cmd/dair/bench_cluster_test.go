@@ -75,10 +75,11 @@ type recoveryResult struct {
 // recoveryReady executions running) says nothing about recovery: it is counted in
 // setup-failures and run again (at most twice per sub-benchmark). Reports p50-ns, max-ns,
 // resumed/trial (over recovered trials), recovered-trials, stalled-trials and setup-failures.
-// Each recovered trial logs where its time went (recoveryPhases); wrong-verdicts counts the
-// survivors' log lines that declared a member other than the victim lost (a live node taken
-// for lost, which must stay 0). A trial slower than 2.5 s,
-// or every trial with DAIR_BENCH_KEEP_LOGS set, keeps its nodes' logs in a temporary directory.
+// Each recovered trial logs where its time went (recoveryPhases), and one slower than 1.5 s the
+// history of the run that resumed last; wrong-verdicts counts the survivors' log lines that
+// declared a member other than the victim lost (a live node taken for lost, which must stay
+// 0). A trial slower than 2.5 s, or every trial with DAIR_BENCH_KEEP_LOGS set, keeps its
+// nodes' logs in a temporary directory.
 func BenchmarkClusterRecovery(b *testing.B) {
 	if testing.Short() {
 		b.Skip("multi-process cluster benchmark")
@@ -191,9 +192,11 @@ func recoveryTrial(b *testing.B, url, profile string, pause bool) (recoveryResul
 	}
 	took := time.Since(killed)
 	phases := measurePhases(ctx, st, pc, victim, member, killed, seqs)
+	if took > 1500*time.Millisecond {
+		b.Logf("the run that resumed last: %s", phases.last)
+	}
 	if took > 2500*time.Millisecond || os.Getenv("DAIR_BENCH_KEEP_LOGS") != "" {
 		keepLogs(b, pc)
-		b.Logf("the run that resumed last: %s", phases.last)
 	}
 	return recoveryResult{took: took, held: held, phases: phases}, nil
 }
