@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/dairuntime/dair/actors"
 	"github.com/dairuntime/dair/client"
 	"github.com/dairuntime/dair/httpapi"
@@ -98,7 +100,10 @@ func BenchmarkClusterRecovery(b *testing.B) {
 				resumed, stalled, setups, wrong int
 			)
 			for i := 0; i < tc.trials; {
-				db++ // a fresh key space per trial
+				db = db%15 + 1 // a fresh key space per trial: Redis has 16, emptied before reuse
+				if err := flushDB(r.Addr(), db); err != nil {
+					b.Fatalf("empty redis db %d: %v", db, err)
+				}
 				url := fmt.Sprintf("redis://%s/%d", r.Addr(), db)
 				res, err := recoveryTrial(b, url, tc.profile, tc.pause)
 				if err != nil {
@@ -287,6 +292,13 @@ func waitResumedSince(ctx context.Context, st *redisstore.Store, after map[strin
 		}
 		return len(after) == 0, nil
 	})
+}
+
+// flushDB empties database db of the Redis at addr.
+func flushDB(addr string, db int) error {
+	c := redis.NewClient(&redis.Options{Addr: addr, DB: db})
+	err := c.FlushDB(context.Background()).Err()
+	return errors.Join(err, c.Close())
 }
 
 // keepLogs writes the nodes' logs of a slow trial to files that outlive the benchmark and
