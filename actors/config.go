@@ -71,9 +71,7 @@ type Config struct {
 	PumpInterval time.Duration
 	// PumpBatch is the claim size of one pump cycle. Default 128.
 	PumpBatch int
-	// PumpParallelism bounds concurrent dispatches of one cycle. Default PumpBatch: a cycle
-	// dispatches its whole claim at once (a recovery that requeues hundreds of runs waits for
-	// each wave of store and delivery round trips otherwise).
+	// PumpParallelism bounds concurrent dispatches of one cycle. Default 32.
 	PumpParallelism int
 	// DefaultStepTimeout applies to steps without a timeout. Default 5m.
 	DefaultStepTimeout time.Duration
@@ -181,7 +179,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.PumpBatch = 128
 	}
 	if c.PumpParallelism <= 0 {
-		c.PumpParallelism = c.PumpBatch
+		c.PumpParallelism = 32
 	}
 	if c.ScaleOutProvider == "" {
 		c.ScaleOutProvider = local.Name

@@ -34,24 +34,3 @@ func TestConfig_Validate_liveness(t *testing.T) {
 		})
 	}
 }
-
-func TestConfig_defaults_pump(t *testing.T) {
-	st := testkit.OpenStore(t, testkit.BackendEmbedded, nil)
-	cases := []struct {
-		name                  string
-		batch, parallelism    int
-		wantBatch, wantParall int
-	}{
-		{name: "defaults: a cycle dispatches its whole claim at once", wantBatch: 128, wantParall: 128},
-		{name: "batch only: as wide as the batch", batch: 256, wantBatch: 256, wantParall: 256},
-		{name: "both", batch: 256, parallelism: 64, wantBatch: 256, wantParall: 64},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := actors.ConfigDefaults(actors.Config{Store: st, PumpBatch: tc.batch, PumpParallelism: tc.parallelism})
-			require.NoError(t, err)
-			require.Equal(t, tc.wantBatch, c.PumpBatch)
-			require.Equal(t, tc.wantParall, c.PumpParallelism)
-		})
-	}
-}

@@ -11,6 +11,3 @@ func InjectExecutionPanic(ctx context.Context, n *Node, runID string) error {
 // AgentCallsInFlight returns how many facade calls (sends, publishes) of n's agent runtime are
 // in progress: accepted, not yet answered.
 func AgentCallsInFlight(n *Node) int64 { return n.agents.inflight.Load() }
-
-// ConfigDefaults returns c with its defaults applied, as Start applies them.
-func ConfigDefaults(c Config) (Config, error) { return c.withDefaults() }

@@ -11,8 +11,10 @@
 //     requeue of the runs parked on them (scaler.go).
 //   - Recoverer: lost members (tombstones), lost instances, lost dispatches and runs whose
 //     execution is alive nowhere (JudgeOrphan, orphans.go), fencing by epoch, and repair of
-//     runs a crash left between two writes (recoverer.go); the members' liveness leases and
-//     the pure verdict on a peer (JudgeMember, liveness.go).
+//     runs a crash left between two writes (recoverer.go); the runs of lost instances, moved
+//     at once on a member loss and in batches over a store.Recovery (PlaceRun,
+//     TakeForRecovery, lostruns.go); the members' liveness leases, the pure verdict on a peer
+//     and when to look at the peers next (JudgeMember, NextLivenessCheck, liveness.go).
 //   - Reconciler: instance health (stale heartbeats, open circuits) and replacement capacity
 //     (reconciler.go); Circuits is the dispatch breaker both share (circuits.go).
 //   - Lifecycle: the per-tenant runtime lifecycle of seed 001: admission hook, cold start,
