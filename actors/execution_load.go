@@ -25,7 +25,7 @@ func (x *execution) load(c actor.Context) {
 		execID = s.req.ExecutionId
 	}
 	s.env.group.GoTimeout(15*time.Second, func(ctx context.Context) {
-		msg := &execLoaded{inc: inc, executionID: execID, epoch: epoch, marked: s.marked}
+		msg := &execLoaded{inc: inc, executionID: execID, epoch: epoch, marked: s.marked, fresh: s.fresh}
 		msg.err = loadExecution(ctx, s, msg)
 		s.env.system.Root.Send(self, msg)
 	})
@@ -70,8 +70,10 @@ func loadExecution(ctx context.Context, s *execSeed, msg *execLoaded) error {
 // epoch) once the run is known to be still this instance's. It sets msg's id and epoch.
 func activate(ctx context.Context, s *execSeed, msg *execLoaded) (*messages.Execution, error) {
 	e := s.env
-	if msg.executionID == "" {
-		msg.executionID = ids.New("exec")
+	if msg.executionID == "" || msg.fresh {
+		if msg.executionID == "" {
+			msg.executionID, msg.fresh = ids.New("exec"), true
+		}
 		now := e.now().UnixNano()
 		created := &messages.Execution{
 			ExecutionId: msg.executionID, SharedRunId: s.req.SharedRunId, LocalRunId: s.localRunID,
@@ -79,10 +81,17 @@ func activate(ctx context.Context, s *execSeed, msg *execLoaded) (*messages.Exec
 			Epoch: 1, Status: messages.RunRunning, Snapshot: s.req.Snapshot, Input: s.req.Input,
 			CreatedAt: now, UpdatedAt: now, Owner: e.incarnation,
 		}
-		if err := e.st.CreateExecution(ctx, created); err != nil {
+		err := e.st.CreateExecution(ctx, created)
+		switch {
+		case errors.Is(err, store.ErrExists):
+			// An earlier attempt of this activation created it and lost the answer (ids are
+			// never reused): it is ours, at epoch 1 unless a recovery took it since, which
+			// the load's epoch check tells.
+			created = nil
+		case err != nil:
 			return nil, fmt.Errorf("create execution: %w", err)
 		}
-		msg.epoch = 1
+		msg.epoch, msg.fresh = 1, false
 		return created, nil
 	}
 	// Taking the execution over bumps its epoch, which would fence an activation elsewhere:
@@ -191,6 +200,7 @@ func (x *execution) onLoaded(c actor.Context, m *execLoaded) {
 	if m.epoch != 0 {
 		s.epoch = m.epoch
 	}
+	s.fresh = m.fresh && s.epoch == 0
 	s.marked = s.marked || m.marked
 	if m.err != nil {
 		if errors.Is(m.err, store.ErrStaleEpoch) || errors.Is(m.err, errRunMoved) || (errors.Is(m.err, store.ErrNotFound) && s.epoch != 0) {
