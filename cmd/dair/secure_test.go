@@ -367,9 +367,11 @@ func TestCluster_pausedNodeRestartsItsMemberIDOnce(t *testing.T) {
 	self, err := victim.MemberID(ctx)
 	require.NoError(t, err)
 	for _, n := range pc.Nodes() {
-		ml, err := n.Members(ctx)
-		require.NoError(t, err)
-		require.True(t, slices.ContainsFunc(ml.Members, func(m httpapi.ClusterMember) bool { return m.ID == self }), "%s lacks %s", n.ID(), self)
+		// A topology of three can still be the old incarnation's for a moment: wait for the new.
+		testkit.Eventually(t, 30*time.Second, 50*time.Millisecond, func() bool {
+			ml, err := n.Members(ctx)
+			return err == nil && slices.ContainsFunc(ml.Members, func(m httpapi.ClusterMember) bool { return m.ID == self })
+		}, "%s lists %s", n.ID(), self)
 	}
 	require.Equal(t, 1, strings.Count(victim.Logs(), restart), "restarts:\n%s", victim.Logs())
 }
