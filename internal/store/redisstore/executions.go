@@ -221,8 +221,8 @@ func usageArgs(c store.StepCommit, now int64) (mark string, pb []byte, tenant st
 	return store.UsageMark(c), pb, u.TenantId, nil
 }
 
-// CommitSteps sends one EVALSHA of the commit script per commit in a single pipeline; commits
-// that hit NOSCRIPT (Redis restarted) are sent again once the script is reloaded.
+// CommitSteps sends one EVALSHA of the commit script per commit in a single pipeline (evalMany:
+// commits that hit NOSCRIPT, Redis restarted, are sent again once the script is reloaded).
 func (s *Store) CommitSteps(ctx context.Context, commits []store.StepCommit) ([]error, error) {
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("redisstore: commit steps: %w", err)
@@ -240,37 +240,20 @@ func (s *Store) CommitSteps(ctx context.Context, commits []store.StepCommit) ([]
 		keys[i], args[i] = k, a
 		todo = append(todo, i)
 	}
-	for attempt := 0; len(todo) > 0; attempt++ {
-		pipe := s.rdb.Pipeline()
-		cmds := make([]*redis.Cmd, len(todo))
-		for j, i := range todo {
-			cmds[j] = scriptCommit.EvalSha(ctx, pipe, keys[i], args[i]...)
+	ks, as := make([][]string, len(todo)), make([][]any, len(todo))
+	for j, i := range todo {
+		ks[j], as[j] = keys[i], args[i]
+	}
+	res, rerrs, err := s.evalMany(ctx, "commit steps", scriptCommit, ks, as)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range todo {
+		if rerrs[j] != nil {
+			errs[i] = fmt.Errorf("commit %s/%s: %w", commits[i].ExecutionID, commits[i].Step.GetStepId(), rerrs[j])
+			continue
 		}
-		_, execErr := pipe.Exec(ctx)
-		var retry []int
-		for j, i := range todo {
-			res, err := cmds[j].Result()
-			if err != nil {
-				if redis.HasErrorPrefix(err, "NOSCRIPT") && attempt == 0 {
-					retry = append(retry, i)
-					continue
-				}
-				if isRedisReplyError(err) {
-					errs[i] = fmt.Errorf("redisstore: commit %s/%s: %w", commits[i].ExecutionID, commits[i].Step.GetStepId(), err)
-					continue
-				}
-				return nil, fmt.Errorf("redisstore: commit steps: %w", err)
-			}
-			errs[i] = commitResult(commits[i], res)
-		}
-		if len(retry) > 0 {
-			if err := scriptCommit.Load(ctx, s.rdb).Err(); err != nil {
-				return nil, fmt.Errorf("redisstore: commit steps: reload script: %w", err)
-			}
-		} else if execErr != nil && !isRedisReplyError(execErr) {
-			return nil, fmt.Errorf("redisstore: commit steps: %w", execErr)
-		}
-		todo = retry
+		errs[i] = commitResult(commits[i], res[j])
 	}
 	return errs, nil
 }
