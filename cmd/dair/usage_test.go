@@ -95,9 +95,11 @@ func TestCluster_usageEqualsLedgerUnderFaults(t *testing.T) {
 		return false
 	}, "membership declared the paused node lost")
 	paused.Cont()
+	// Declared lost, it rejoins under a new member id: ready only after that (it may answer
+	// ready for a moment after SIGCONT, before it reads that it was declared dead).
 	testkit.Eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
-		return paused.Client().Ready(ctx) == nil
-	}, "resumed node ready")
+		return strings.Contains(paused.Logs(), "restarting under a new member id") && paused.Client().Ready(ctx) == nil
+	}, "resumed node rejoined and ready")
 	u.pc.WaitTopology(3)
 
 	// Redis outage: killed with steps in flight; restarted once a commit has failed for it.
