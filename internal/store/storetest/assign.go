@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,6 +23,7 @@ var assignTests = []contractTest{
 	{"Assign_instanceChanged", testAssignInstanceChanged},
 	{"Assign_loadChangeKeepsVersion", testAssignLoadChangeKeepsVersion},
 	{"Assign_keepsTenantQueues", testAssignKeepsTenantQueues},
+	{"Assign_listedByActiveStatus", testAssignListedByActiveStatus},
 }
 
 // assigner returns e's store as a store.Assigner, or skips the test.
@@ -348,4 +350,28 @@ func testAssignKeepsTenantQueues(t *testing.T, e *env) {
 	noErr(t, err)
 	equal(t, "backlog after assignments", len(bl), 0)
 	depth(t, e, 0, 0)
+}
+
+// testAssignListedByActiveStatus: a run Assign creates (a hand-off) or assigns is listed by its
+// active status, which is how recovery finds the runs of a lost instance, and no longer once it
+// ended.
+func testAssignListedByActiveStatus(t *testing.T, e *env) {
+	a := assigner(t, e)
+	res, _, err := a.Assign(e.ctx, assignment(run("handed", "t1"), "i1", 10, store.NewRunVersion))
+	noErr(t, err)
+	equal(t, "hand-off", res, store.Assigned)
+	res, _, err = a.Assign(e.ctx, assignment(queuedRun(t, e, "queued"), "i1", 10, store.CreatedRunVersion))
+	noErr(t, err)
+	equal(t, "assignment", res, store.Assigned)
+	runID := func(r *messages.SharedRun) string { return r.GetSharedRunId() }
+	got, err := e.st.ListRuns(e.ctx, store.RunFilter{Status: messages.RunDispatched})
+	noErr(t, err)
+	listed := ids(got, runID)
+	slices.Sort(listed)
+	equalIDs(t, "dispatched", listed, []string{"handed", "queued"})
+	_, err = e.st.UpdateRun(e.ctx, "handed", func(r *messages.SharedRun) error { r.Status = messages.RunSucceeded; return nil })
+	noErr(t, err)
+	got, err = e.st.ListRuns(e.ctx, store.RunFilter{Status: messages.RunDispatched})
+	noErr(t, err)
+	equalIDs(t, "dispatched after one ended", ids(got, runID), []string{"queued"})
 }
