@@ -62,19 +62,10 @@ func (n *Node) startLiveness(ctx context.Context) {
 		return
 	}
 	n.renewLiveness(ctx)
-	interval := n.env.cfg.LivenessInterval
-	n.env.group.Go(func(ctx context.Context) {
-		tk := time.NewTicker(interval)
-		defer tk.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tk.C:
-				if !n.env.dead.Load() {
-					n.renewLiveness(ctx)
-				}
-			}
+	g := n.env.group
+	g.Tick(n.env.cfg.LivenessInterval, func() {
+		if !n.env.dead.Load() {
+			n.renewLiveness(g.Context())
 		}
 	})
 }

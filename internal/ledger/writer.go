@@ -47,18 +47,11 @@ func NewWriter(st WriterStore, cfg WriterConfig) *Writer {
 // their own entries atomically; the committer retries transport failures. Without a running
 // committer (none, or stopping) the entries are appended directly.
 func (w *Writer) Record(ctx context.Context, entries ...*messages.LedgerEntry) {
-	for len(entries) > 0 {
-		run := entries[0].SharedRunId
-		n := 1
-		for n < len(entries) && entries[n].SharedRunId == run {
-			n++
-		}
-		group := entries[:n]
-		entries = entries[n:]
+	byRun(entries, func(run string, group []*messages.LedgerEntry) {
 		done := make(chan error, 1)
 		if w.commits == nil || !w.commits.Submit(Request{Ledger: group, Run: run, Done: func(err error) { done <- err }}) {
 			w.appendDirect(ctx, group)
-			continue
+			return
 		}
 		select {
 		case err := <-done:
@@ -68,6 +61,19 @@ func (w *Writer) Record(ctx context.Context, entries ...*messages.LedgerEntry) {
 		case <-ctx.Done():
 			w.log.Warn("ledger append abandoned", zap.String("kind", group[0].Kind), zap.String("shared_run_id", run), zap.Error(ctx.Err()))
 		}
+	})
+}
+
+// byRun calls fn with each run of consecutive entries of the same run, in order.
+func byRun(entries []*messages.LedgerEntry, fn func(run string, group []*messages.LedgerEntry)) {
+	for len(entries) > 0 {
+		run := entries[0].SharedRunId
+		n := 1
+		for n < len(entries) && entries[n].SharedRunId == run {
+			n++
+		}
+		fn(run, entries[:n])
+		entries = entries[n:]
 	}
 }
 
@@ -123,14 +129,7 @@ func (w *Writer) appendDirect(ctx context.Context, entries []*messages.LedgerEnt
 // with the run's other writes) and the call returns; a failure is logged. Without a running
 // committer it appends directly, blocking like Record. Use it for entries nothing waits on.
 func (w *Writer) RecordAsync(ctx context.Context, entries ...*messages.LedgerEntry) {
-	for len(entries) > 0 {
-		run := entries[0].SharedRunId
-		n := 1
-		for n < len(entries) && entries[n].SharedRunId == run {
-			n++
-		}
-		group := entries[:n]
-		entries = entries[n:]
+	byRun(entries, func(run string, group []*messages.LedgerEntry) {
 		done := func(err error) {
 			if err != nil {
 				w.log.Warn("ledger append failed", zap.String("kind", group[0].Kind), zap.String("shared_run_id", run), zap.Error(err))
@@ -139,5 +138,5 @@ func (w *Writer) RecordAsync(ctx context.Context, entries ...*messages.LedgerEnt
 		if w.commits == nil || !w.commits.Submit(Request{Ledger: group, Run: run, Done: done}) {
 			w.appendDirect(ctx, group)
 		}
-	}
+	})
 }
