@@ -25,7 +25,7 @@ func (x *execution) load(c actor.Context) {
 		execID = s.req.ExecutionId
 	}
 	s.env.group.GoTimeout(15*time.Second, func(ctx context.Context) {
-		msg := &execLoaded{inc: inc, executionID: execID, epoch: epoch, marked: s.marked, fresh: s.fresh}
+		msg := &execLoaded{inc: inc, executionID: execID, epoch: epoch, marked: s.marked}
 		msg.err = loadExecution(ctx, s, msg)
 		s.env.system.Root.Send(self, msg)
 	})
@@ -70,9 +70,11 @@ func loadExecution(ctx context.Context, s *execSeed, msg *execLoaded) error {
 // epoch) once the run is known to be still this instance's. It sets msg's id and epoch.
 func activate(ctx context.Context, s *execSeed, msg *execLoaded) (*messages.Execution, error) {
 	e := s.env
-	if msg.executionID == "" || msg.fresh {
+	if s.req.ExecutionId == "" {
+		// A new run: its execution is this activation's to create, on every load until the
+		// create is confirmed (one whose answer was lost finds it made).
 		if msg.executionID == "" {
-			msg.executionID, msg.fresh = ids.New("exec"), true
+			msg.executionID = ids.New("exec")
 		}
 		now := e.now().UnixNano()
 		created := &messages.Execution{
@@ -91,7 +93,7 @@ func activate(ctx context.Context, s *execSeed, msg *execLoaded) (*messages.Exec
 		case err != nil:
 			return nil, fmt.Errorf("create execution: %w", err)
 		}
-		msg.epoch, msg.fresh = 1, false
+		msg.epoch = 1
 		return created, nil
 	}
 	// Taking the execution over bumps its epoch, which would fence an activation elsewhere:
@@ -200,7 +202,6 @@ func (x *execution) onLoaded(c actor.Context, m *execLoaded) {
 	if m.epoch != 0 {
 		s.epoch = m.epoch
 	}
-	s.fresh = m.fresh && s.epoch == 0
 	s.marked = s.marked || m.marked
 	if m.err != nil {
 		if errors.Is(m.err, store.ErrStaleEpoch) || errors.Is(m.err, errRunMoved) || (errors.Is(m.err, store.ErrNotFound) && s.epoch != 0) {

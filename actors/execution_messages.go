@@ -23,11 +23,7 @@ type execSeed struct {
 	// marked is set once the run record names this activation (running, its execution id):
 	// until then every load tries again, so an activation whose first mark failed (the store
 	// went away mid-write) never runs a run that was requeued meanwhile.
-	marked bool
-	// fresh is set while executionID was made up by this activation for a new execution whose
-	// creation is not confirmed (a create whose answer was lost): every load creates it again
-	// (a create that finds it made by the earlier attempt is one).
-	fresh       bool
+	marked      bool
 	incarnation int
 }
 
@@ -39,7 +35,6 @@ type (
 		executionID string
 		epoch       int64
 		marked      bool
-		fresh       bool
 		exec        *messages.Execution
 		steps       []*messages.StepState
 		pipe        *compiled
