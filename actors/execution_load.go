@@ -160,7 +160,7 @@ func markRunning(ctx context.Context, s *execSeed, execID string, epoch int64) e
 		return fmt.Errorf("mark run running: %w", err)
 	}
 	if appended != nil {
-		e.hub.Notify(s.req.SharedRunId, false)
+		e.hub.Appended(s.req.SharedRunId, []*messages.LedgerEntry{appended})
 	}
 	return nil
 }

@@ -1,15 +1,19 @@
 package api
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/dairuntime/dair/actors"
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -60,11 +64,13 @@ func (s *server) runEvents(w http.ResponseWriter, r *http.Request) {
 
 // stream writes the run's ledger entries with Seq > after as Server-Sent Events until the
 // terminal entry or until the client goes away. runID must be a shared run id (the ledger is
-// read straight from the store, without resolving execution ids). It blocks for the stream's
-// lifetime.
+// read straight from the store, without resolving execution ids). After its first read, it
+// writes the entries this node appended as the hub hands them over, and reads the store only
+// when they do not follow on from what it wrote (a write of another node, or a missed change)
+// and at each poll. It blocks for the stream's lifetime.
 func (s *server) stream(w http.ResponseWriter, r *http.Request, runID string, after int64) {
 	ctx := r.Context()
-	changed, cancel := s.node.Hub().Subscribe(runID)
+	tail, cancel := s.node.Hub().SubscribeTail(runID)
 	defer cancel()
 	flush, ok := s.openStream(w)
 	if !ok {
@@ -75,12 +81,10 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, runID string, af
 	heartbeat := time.NewTicker(s.cfg.SSEHeartbeat)
 	defer heartbeat.Stop()
 	var finalSince time.Time
+	read := true
 	for {
-		entries, err := s.node.Store().ReadLedger(ctx, runID, after, 0)
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Warn("api: read ledger for stream", zap.String("shared_run_id", runID), zap.Error(err))
-			}
+		var entries []*messages.LedgerEntry
+		if entries, read, ok = s.nextEntries(ctx, tail, runID, after, read); !ok {
 			return
 		}
 		for _, e := range entries {
@@ -93,29 +97,71 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, runID string, af
 				return
 			}
 		}
-		if len(entries) > 0 {
+		switch {
+		case len(entries) > 0:
 			finalSince = time.Time{}
 			if !flush() {
 				return
 			}
-		} else if s.runFinal(r, runID) {
-			if finalSince.IsZero() {
-				finalSince = time.Now()
-			} else if time.Since(finalSince) >= terminalGrace {
-				return
-			}
+		case !read:
+		case !s.runFinal(r, runID):
+		case finalSince.IsZero():
+			finalSince = time.Now()
+		case time.Since(finalSince) >= terminalGrace:
+			return
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-changed:
+		case <-tail.C:
+			read = false
 		case <-poll.C:
+			read = true
 		case <-heartbeat.C:
+			read = false
 			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil || !flush() {
 				return
 			}
 		}
 	}
+}
+
+// nextEntries returns the entries after `after` a stream writes next: those tail handed over,
+// unless asked to read (read) or they do not follow on from after, in which case it reads the
+// store (fromStore). ok is false when the store read failed (logged unless ctx ended).
+func (s *server) nextEntries(ctx context.Context, tail *actors.Tail, runID string, after int64, read bool) (entries []*messages.LedgerEntry, fromStore, ok bool) {
+	if !read {
+		got, complete := tail.Take()
+		if next, follows := following(got, after); complete && follows {
+			return next, false, true
+		}
+	}
+	entries, err := s.node.Store().ReadLedger(ctx, runID, after, 0)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("api: read ledger for stream", zap.String("shared_run_id", runID), zap.Error(err))
+		}
+		return nil, true, false
+	}
+	return entries, true, true
+}
+
+// following returns the entries of got with Seq > after, in Seq order, and whether they are
+// exactly the ones that follow after (after+1, after+2, ...): not ok means a gap only the store
+// can fill. An entry without a Seq is a gap.
+func following(got []*messages.LedgerEntry, after int64) (next []*messages.LedgerEntry, ok bool) {
+	for _, e := range got {
+		if e.GetSeq() > after || e.GetSeq() == 0 {
+			next = append(next, e)
+		}
+	}
+	slices.SortFunc(next, func(a, b *messages.LedgerEntry) int { return cmp.Compare(a.GetSeq(), b.GetSeq()) })
+	for i, e := range next {
+		if e.GetSeq() != after+int64(i)+1 {
+			return nil, false
+		}
+	}
+	return next, true
 }
 
 // openStream starts an SSE answer on w (headers, the retry field) and returns its flush

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/api"
+	"github.com/dairuntime/dair/messages"
 	"github.com/dairuntime/dair/testkit"
 )
 
@@ -115,4 +116,42 @@ func TestServer_Invoke_streamsRun(t *testing.T) {
 		t.Fatalf("invoked run = %+v", r)
 	}
 	f.callErr("POST", "/v1/sessions/sess-1/invoke", `{"pipeline":"three","extra":1}`, http.StatusBadRequest, httpapi.CodeBadRequest)
+}
+
+// TestServer_Events_servesTheHubsEntries: after its first read, a stream writes the entries its
+// node hands over through the hub, in Seq order, without reading them from the store; entries
+// that leave a gap after what it wrote make it read the store instead. The probe entries exist
+// only in the hub (the run is final, its ledger complete), so a stream that read the store could
+// not write them.
+func TestServer_Events_servesTheHubsEntries(t *testing.T) {
+	f := newFixture(t, false, func(c *api.Config) { c.SSEPoll = time.Hour })
+	f.putPipeline(slowSteps)
+	sr := f.submit(`{"pipeline":"slow","tenant_id":"acme"}`)
+	f.waitRun(sr.SharedRunID, isFinal)
+	var last int64
+	testkit.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool {
+		var l httpapi.Ledger
+		f.call("GET", "/v1/executions/"+sr.SharedRunID+"/ledger", "", http.StatusOK, &l)
+		end := l.Entries[len(l.Entries)-1]
+		last = end.Seq
+		return end.Kind == "run_succeeded"
+	}, "the terminal ledger entry")
+	// Resumed past the end, the stream waits (terminalGrace) for entries that will not come.
+	s := f.openStream("GET", "/v1/runs/"+sr.SharedRunID+"/events", "", "Last-Event-ID", strconv.FormatInt(last, 10))
+	defer s.close()
+	probe := func(seq int64, kind string) *messages.LedgerEntry {
+		return &messages.LedgerEntry{SharedRunId: sr.SharedRunID, Seq: seq, Kind: kind, TenantId: "acme"}
+	}
+	hub := f.node.Hub()
+	hub.Appended(sr.SharedRunID, []*messages.LedgerEntry{probe(last+3, "probe_c")}) // a gap: not written first
+	hub.Appended(sr.SharedRunID, []*messages.LedgerEntry{probe(last+2, "probe_b"), probe(last+1, "probe_a")})
+	for i, want := range []string{"probe_a", "probe_b"} {
+		ev, ok := s.next()
+		if !ok {
+			t.Fatalf("stream ended before %s", want)
+		}
+		if ev.Kind != want || ev.ID != last+int64(i)+1 {
+			t.Fatalf("event %d = %s #%d, want %s #%d", i, ev.Kind, ev.ID, want, last+int64(i)+1)
+		}
+	}
 }

@@ -247,15 +247,32 @@ func (c *Committer) append(ctx context.Context, reqs []Request) {
 	for _, r := range reqs {
 		entries = append(entries, r.Ledger...)
 	}
+	var stored []*messages.LedgerEntry
 	err := c.retry(ctx, "ledger append", len(reqs), func(ctx context.Context) error {
-		_, err := c.st.Append(ctx, entries...)
+		var err error
+		stored, err = c.st.Append(ctx, entries...)
 		return err
 	})
 	for _, r := range reqs {
 		r.Done(err)
 		if err == nil && c.hub != nil {
-			c.hub.Notify(r.Run, anyTerminal(r.Ledger))
+			publish(c.hub, stored[:len(r.Ledger)])
 		}
+		if err == nil {
+			stored = stored[len(r.Ledger):]
+		}
+	}
+}
+
+// publish tells hub of stored entries (of one run or more, each run's in Seq order).
+func publish(hub Notifier, stored []*messages.LedgerEntry) {
+	for len(stored) > 0 {
+		n := 1
+		for n < len(stored) && stored[n].SharedRunId == stored[0].SharedRunId {
+			n++
+		}
+		hub.Appended(stored[0].SharedRunId, stored[:n])
+		stored = stored[n:]
 	}
 }
 
@@ -271,6 +288,7 @@ func (c *Committer) write(ctx context.Context, batch []Request) {
 		errs, err = c.st.CommitSteps(ctx, commits)
 		return err
 	})
+	told := make([]bool, len(commits))
 	for i, r := range batch {
 		if err != nil {
 			r.Done(err)
@@ -281,7 +299,13 @@ func (c *Committer) write(ctx context.Context, batch []Request) {
 			e = nil
 		}
 		r.Done(e)
-		if c.hub != nil {
+		if c.hub == nil || told[slot[i]] {
+			continue
+		}
+		told[slot[i]] = true // a merged commit carries two requests: told once
+		if appended := commits[slot[i]].Appended; len(appended) > 0 && e == nil {
+			publish(c.hub, appended)
+		} else {
 			c.hub.Notify(r.Run, false)
 		}
 	}

@@ -20,9 +20,13 @@ import (
 )
 
 // Notifier is told that a run's ledger or status changed (terminal: the change ended the run).
-// actors.Hub implements it. Notify must not block.
+// actors.Hub implements it. Its methods must not block.
 type Notifier interface {
 	Notify(runID string, terminal bool)
+	// Appended tells of entries of runID's ledger as the store wrote them (Seq set, in Seq
+	// order), so a local reader may pass them on without reading the store. The entries are
+	// shared: nobody modifies them.
+	Appended(runID string, entries []*messages.LedgerEntry)
 }
 
 // Group starts tracked goroutines; *workgroup.Group implements it. Go reports false, running

@@ -101,7 +101,7 @@ func (w *Writer) FinishRunMetered(ctx context.Context, id string, entry *message
 		return nil, false, err
 	}
 	if appended != nil && w.hub != nil {
-		w.hub.Notify(id, IsTerminalKind(appended.Kind))
+		w.hub.Appended(id, []*messages.LedgerEntry{appended})
 	}
 	return run, changed, nil
 }
@@ -116,12 +116,13 @@ func (w *Writer) Notify(runID string, terminal bool) {
 
 // appendDirect writes entries without the committer.
 func (w *Writer) appendDirect(ctx context.Context, entries []*messages.LedgerEntry) {
-	if _, err := w.st.Append(ctx, entries...); err != nil {
+	stored, err := w.st.Append(ctx, entries...)
+	if err != nil {
 		w.log.Warn("ledger append failed", zap.String("kind", entries[0].Kind), zap.String("shared_run_id", entries[0].SharedRunId), zap.Error(err))
 		return
 	}
 	if w.hub != nil {
-		w.hub.Notify(entries[0].SharedRunId, anyTerminal(entries))
+		publish(w.hub, stored)
 	}
 }
 

@@ -192,8 +192,13 @@ type StepCommit struct {
 	Epoch       int64
 	Step        *messages.StepState
 	// Ledger entries are appended to the execution's shared-run ledger in the same atomic write
-	// (their Seq and At are assigned by the store when zero).
+	// (their Seq and At are assigned by the store when zero). The caller's entries are not
+	// modified.
 	Ledger []*messages.LedgerEntry
+	// Appended is set by CommitSteps when the commit was written: the stored copies of Ledger,
+	// in its order, with Seq, At and SharedRunId set (what a reader of the ledger gets). It is
+	// nil for a commit that was not written. Callers leave it nil.
+	Appended []*messages.LedgerEntry
 	// Usage, when set, is the metering event of this write (the step's success): it is stored
 	// in the same atomic write as the step, so only a commit that is written meters, and at
 	// most once per (ExecutionID, Step.StepId, Step.Attempts) whatever the number of calls

@@ -169,64 +169,69 @@ func (s *Store) CommitSteps(ctx context.Context, commits []store.StepCommit) ([]
 		}
 	}
 	errs := make([]error, len(commits))
+	appended := make([][]*messages.LedgerEntry, len(commits))
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		now := s.nowNanos()
 		for i, c := range commits {
-			errs[i] = nil
-			res, err := commitStep(tx, now, c)
+			res, entries, err := commitStep(tx, now, c)
 			if err != nil {
 				return err
 			}
-			errs[i] = res
+			errs[i], appended[i] = res, entries
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, wrap("commit steps", "", err)
 	}
+	for i := range commits {
+		commits[i].Appended = appended[i]
+	}
 	return errs, nil
 }
 
 // commitStep applies one commit. It returns the commit's contract error as res (nothing
-// written) and a storage failure as err.
-func commitStep(tx *bolt.Tx, now int64, c store.StepCommit) (res, err error) {
+// written), a storage failure as err, and the stored ledger entries of a written commit.
+func commitStep(tx *bolt.Tx, now int64, c store.StepCommit) (res error, appended []*messages.LedgerEntry, err error) {
 	stepID := c.Step.GetStepId()
 	x := &messages.Execution{}
 	ok, err := get(tx, bExecutions, []byte(c.ExecutionID), x)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !ok {
-		return fmt.Errorf("boltstore: commit %s/%s: %w", c.ExecutionID, stepID, store.ErrNotFound), nil
+		return fmt.Errorf("boltstore: commit %s/%s: %w", c.ExecutionID, stepID, store.ErrNotFound), nil, nil
 	}
 	if x.GetEpoch() != c.Epoch {
 		return fmt.Errorf("boltstore: commit %s/%s epoch %d (current %d): %w", c.ExecutionID, stepID,
-			c.Epoch, x.GetEpoch(), store.ErrStaleEpoch), nil
+			c.Epoch, x.GetEpoch(), store.ErrStaleEpoch), nil, nil
 	}
 	k := key(c.ExecutionID, stepID)
 	prev := &messages.StepState{}
 	ok, err = get(tx, bSteps, k, prev)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if ok && prev.GetStatus() == messages.StepSucceeded {
-		return fmt.Errorf("boltstore: commit %s/%s: %w", c.ExecutionID, stepID, store.ErrAlreadyCommitted), nil
+		return fmt.Errorf("boltstore: commit %s/%s: %w", c.ExecutionID, stepID, store.ErrAlreadyCommitted), nil, nil
 	}
 	st := proto.Clone(c.Step).(*messages.StepState)
 	st.Epoch = c.Epoch
 	if err := put(tx, bSteps, k, st); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	appended = make([]*messages.LedgerEntry, 0, len(c.Ledger))
 	for _, e := range c.Ledger {
 		en := proto.Clone(e).(*messages.LedgerEntry)
 		if en.SharedRunId == "" {
 			en.SharedRunId = x.GetSharedRunId()
 		}
 		if err := appendEntry(tx, now, en); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		appended = append(appended, en)
 	}
-	return nil, meterCommit(tx, now, c)
+	return nil, appended, meterCommit(tx, now, c)
 }
 
 // UpdateExecution applies fn if epoch is current. The id and epoch cannot be changed by fn.

@@ -167,6 +167,9 @@ func (s *Store) FenceExecution(ctx context.Context, id, owner, fromInstance stri
 	return epoch, code == 1, nil
 }
 
+// commitLedgerArg is the index in scriptCommit's arguments of the first (run id, entry pb) pair.
+const commitLedgerArg = 8
+
 // commitArgs builds the keys and arguments of one scriptCommit call.
 func (s *Store) commitArgs(c store.StepCommit) ([]string, []any, error) {
 	if c.Step == nil || c.Step.StepId == "" {
@@ -183,7 +186,7 @@ func (s *Store) commitArgs(c store.StepCommit) ([]string, []any, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	args := make([]any, 0, 8+2*len(c.Ledger))
+	args := make([]any, 0, commitLedgerArg+2*len(c.Ledger))
 	args = append(args, c.Epoch, st.StepId, pb, st.Status, s.ledgerPrefix(), mark, upb, tenant)
 	for _, le := range c.Ledger {
 		e := proto.Clone(le).(*messages.LedgerEntry)
@@ -253,7 +256,7 @@ func (s *Store) CommitSteps(ctx context.Context, commits []store.StepCommit) ([]
 			errs[i] = fmt.Errorf("commit %s/%s: %w", commits[i].ExecutionID, commits[i].Step.GetStepId(), rerrs[j])
 			continue
 		}
-		errs[i] = commitResult(commits[i], res[j])
+		commits[i].Appended, errs[i] = commitResult(commits[i], res[j], args[i])
 	}
 	return errs, nil
 }
@@ -265,16 +268,18 @@ func isRedisReplyError(err error) bool {
 	return errors.As(err, &re) && !errors.Is(err, redis.Nil) && !redis.HasErrorPrefix(err, "LOADING")
 }
 
-// commitResult maps a scriptCommit reply to the per-commit error.
-func commitResult(c store.StepCommit, res any) error {
+// commitResult maps a scriptCommit reply to the per-commit error and, for a written commit,
+// its stored ledger entries (decoded from args, the script's arguments, with the reply's Seqs).
+func commitResult(c store.StepCommit, res any, args []any) ([]*messages.LedgerEntry, error) {
+	if out, ok := res.([]any); ok && len(out) == 2+len(c.Ledger) {
+		return committedEntries(c, out, args)
+	}
 	n, ok := res.(int64)
 	if !ok {
-		return fmt.Errorf("redisstore: commit %s/%s: unexpected reply %v", c.ExecutionID, c.Step.GetStepId(), res)
+		return nil, fmt.Errorf("redisstore: commit %s/%s: unexpected reply %v", c.ExecutionID, c.Step.GetStepId(), res)
 	}
 	var sentinel error
 	switch n {
-	case commitOK:
-		return nil
 	case commitNotFound:
 		sentinel = store.ErrNotFound
 	case commitStale:
@@ -282,9 +287,33 @@ func commitResult(c store.StepCommit, res any) error {
 	case commitDone:
 		sentinel = store.ErrAlreadyCommitted
 	default:
-		return fmt.Errorf("redisstore: commit %s/%s: unexpected reply %d", c.ExecutionID, c.Step.GetStepId(), n)
+		return nil, fmt.Errorf("redisstore: commit %s/%s: unexpected reply %d", c.ExecutionID, c.Step.GetStepId(), n)
 	}
-	return fmt.Errorf("redisstore: commit %s/%s: %w", c.ExecutionID, c.Step.GetStepId(), sentinel)
+	return nil, fmt.Errorf("redisstore: commit %s/%s: %w", c.ExecutionID, c.Step.GetStepId(), sentinel)
+}
+
+// committedEntries decodes the ledger entries a written commit stored (the pairs of args from
+// its ninth on) and gives them the run and Seq of the script's reply out.
+func committedEntries(c store.StepCommit, out, args []any) ([]*messages.LedgerEntry, error) {
+	run, _ := out[1].(string)
+	entries := make([]*messages.LedgerEntry, len(c.Ledger))
+	for i := range entries {
+		seq, ok := out[2+i].(int64)
+		pb, isBytes := args[commitLedgerArg+2*i+1].([]byte)
+		if !ok || !isBytes {
+			return nil, fmt.Errorf("redisstore: commit %s/%s: unexpected reply %v", c.ExecutionID, c.Step.GetStepId(), out)
+		}
+		e := &messages.LedgerEntry{}
+		if err := unmarshal("ledger entry", pb, e); err != nil {
+			return nil, err
+		}
+		if e.SharedRunId == "" {
+			e.SharedRunId = run
+		}
+		e.Seq = seq
+		entries[i] = e
+	}
+	return entries, nil
 }
 
 // UpdateExecution applies fn if epoch is current, with an optimistic compare-and-set loop that
@@ -383,5 +412,6 @@ func (s *Store) CommitOne(ctx context.Context, c store.StepCommit) error {
 	if err != nil {
 		return fmt.Errorf("redisstore: commit %s/%s: %w", c.ExecutionID, c.Step.GetStepId(), err)
 	}
-	return commitResult(c, res)
+	_, err = commitResult(c, res, args)
+	return err
 }

@@ -343,7 +343,6 @@ return 1
 
 // Commit results of scriptCommit.
 const (
-	commitOK       = 0
 	commitNotFound = -1
 	commitStale    = -2
 	commitDone     = -3
@@ -358,7 +357,8 @@ const (
 // ARGV[2] step id, ARGV[3] step pb, ARGV[4] step status, ARGV[5] ledger key prefix,
 // ARGV[6] usage mark (empty: no usage), ARGV[7] usage pb, ARGV[8] usage tenant,
 // then pairs (run id, empty for the execution's run; entry pb).
-// Returns 0 ok, -1 not found, -2 stale epoch, -3 already committed.
+// Returns -1 not found, -2 stale epoch, -3 already committed, or, written, {0, the
+// execution's run id, then each entry's Seq (its position in its ledger list)}.
 var scriptCommit = redis.NewScript(`
 local cur = redis.call('HMGET', KEYS[1], 'epoch', 'run')
 if not cur[1] then return -1 end
@@ -366,16 +366,17 @@ if cur[1] ~= ARGV[1] then return -2 end
 if redis.call('HGET', KEYS[3], ARGV[2]) == 'succeeded' then return -3 end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
 redis.call('HSET', KEYS[3], ARGV[2], ARGV[4])
+local out = {0, cur[2] or ''}
 for i = 9, #ARGV, 2 do
   local run = ARGV[i]
   if run == '' then run = cur[2] or '' end
-  redis.call('RPUSH', ARGV[5] .. run, ARGV[i + 1])
+  out[#out + 1] = redis.call('RPUSH', ARGV[5] .. run, ARGV[i + 1])
 end
 if ARGV[6] ~= '' and redis.call('HSETNX', KEYS[4], ARGV[6], '1') == 1 then
   redis.call('RPUSH', KEYS[5], ARGV[7])
   redis.call('SADD', KEYS[6], ARGV[8])
 end
-return 0
+return out
 `)
 
 // scriptAppend appends ledger entries. KEYS[i] is the ledger list of ARGV[i] (entry pb).

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/messages"
 )
@@ -20,6 +22,7 @@ var executionTests = []contractTest{
 	{"CommitSteps_doubleSuccess", testCommitDoubleSuccess},
 	{"CommitSteps_noWriteOverSuccess", testCommitNoWriteOverSuccess},
 	{"CommitSteps_mixedBatch", testCommitMixedBatch},
+	{"CommitSteps_appendedAsStored", testCommitAppended},
 	{"CommitSteps_concurrentLedger", testCommitConcurrentLedger},
 	{"UpdateExecution_fenced", testUpdateExecution},
 	{"ListExecutionsByInstance_index", testListExecutionsByInstance},
@@ -279,6 +282,38 @@ func testCommitMixedBatch(t *testing.T, e *env) {
 	_, steps, err := e.st.GetExecution(e.ctx, "stale")
 	noErr(t, err)
 	equal(t, "stale steps", len(steps), 0)
+}
+
+// testCommitAppended: a written commit reports its ledger entries as a reader gets them (Seq,
+// At and the execution's run filled in); a refused one reports none; the caller's entries are
+// not modified.
+func testCommitAppended(t *testing.T, e *env) {
+	createExecution(t, e, execution("x1", "r1", "i1"))
+	createExecution(t, e, execution("x2", "r2", "i1"))
+	_, err := e.st.AcquireExecution(e.ctx, "x2", "n", "i1")
+	noErr(t, err)
+	noErr(t, commit(t, e, stepCommit("x1", 1, "a", messages.StepRunning, entry("r1", messages.KindStepStarted)))[0])
+	mine := entry("", messages.KindStepSucceeded) // the execution's run
+	commits := []store.StepCommit{
+		stepCommit("x1", 1, "a", messages.StepSucceeded, mine, entry("r1", messages.KindStepStarted)),
+		stepCommit("x2", 1, "a", messages.StepSucceeded, entry("r2", messages.KindStepSucceeded)),
+	}
+	errs, err := e.st.CommitSteps(e.ctx, commits)
+	noErr(t, err)
+	noErr(t, errs[0])
+	if !errors.Is(errs[1], store.ErrStaleEpoch) {
+		t.Fatalf("stale commit = %v, want ErrStaleEpoch", errs[1])
+	}
+	equal(t, "caller's entry seq", mine.GetSeq(), int64(0))
+	equal(t, "caller's entry run", mine.GetSharedRunId(), "")
+	equal(t, "refused commit's appended", len(commits[1].Appended), 0)
+	stored := readLedger(t, e, "r1")[1:]
+	equal(t, "appended", len(commits[0].Appended), len(stored))
+	for i, got := range commits[0].Appended {
+		if !proto.Equal(got, stored[i]) {
+			t.Fatalf("appended[%d] = %v, stored %v", i, got, stored[i])
+		}
+	}
 }
 
 func testCommitConcurrentLedger(t *testing.T, e *env) {
