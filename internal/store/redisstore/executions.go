@@ -167,28 +167,28 @@ func (s *Store) FenceExecution(ctx context.Context, id, owner, fromInstance stri
 	return epoch, code == 1, nil
 }
 
-// commitLedgerArg is the index in scriptCommit's arguments of the first (run id, entry pb) pair.
-const commitLedgerArg = 8
-
-// commitArgs builds the keys and arguments of one scriptCommit call.
-func (s *Store) commitArgs(c store.StepCommit) ([]string, []any, error) {
+// commitArgs builds the keys and arguments of one scriptCommit call, and the entries it
+// stores (copies of c.Ledger with At and ExecutionId set; Seq and an empty SharedRunId are the
+// script's to fill).
+func (s *Store) commitArgs(c store.StepCommit) ([]string, []any, []*messages.LedgerEntry, error) {
 	if c.Step == nil || c.Step.StepId == "" {
-		return nil, nil, fmt.Errorf("redisstore: commit %s: missing step or step id", c.ExecutionID)
+		return nil, nil, nil, fmt.Errorf("redisstore: commit %s: missing step or step id", c.ExecutionID)
 	}
 	st := proto.Clone(c.Step).(*messages.StepState)
 	st.Epoch = c.Epoch
 	pb, err := marshal("step state", st)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	now := s.now().UnixNano()
 	mark, upb, tenant, err := usageArgs(c, now)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	args := make([]any, 0, commitLedgerArg+2*len(c.Ledger))
+	args := make([]any, 0, 8+2*len(c.Ledger))
 	args = append(args, c.Epoch, st.StepId, pb, st.Status, s.ledgerPrefix(), mark, upb, tenant)
-	for _, le := range c.Ledger {
+	stored := make([]*messages.LedgerEntry, len(c.Ledger))
+	for i, le := range c.Ledger {
 		e := proto.Clone(le).(*messages.LedgerEntry)
 		e.Seq = 0 // the entry's position in its ledger list is its Seq
 		if e.At == 0 {
@@ -199,13 +199,14 @@ func (s *Store) commitArgs(c store.StepCommit) ([]string, []any, error) {
 		}
 		b, err := marshal("ledger entry", e)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		args = append(args, e.SharedRunId, b)
+		stored[i] = e
 	}
 	keys := []string{s.execKey(c.ExecutionID), s.execStepsKey(c.ExecutionID), s.execStatusKey(c.ExecutionID),
 		s.execMeteredKey(c.ExecutionID), s.usageKey(tenant), s.usageTenants()}
-	return keys, args, nil
+	return keys, args, stored, nil
 }
 
 // usageArgs returns the usage arguments of scriptCommit: the event's mark in the execution's
@@ -233,14 +234,15 @@ func (s *Store) CommitSteps(ctx context.Context, commits []store.StepCommit) ([]
 	errs := make([]error, len(commits))
 	keys := make([][]string, len(commits))
 	args := make([][]any, len(commits))
+	stored := make([][]*messages.LedgerEntry, len(commits))
 	todo := make([]int, 0, len(commits))
 	for i, c := range commits {
-		k, a, err := s.commitArgs(c)
+		k, a, st, err := s.commitArgs(c)
 		if err != nil {
 			errs[i] = err
 			continue
 		}
-		keys[i], args[i] = k, a
+		keys[i], args[i], stored[i] = k, a, st
 		todo = append(todo, i)
 	}
 	ks, as := make([][]string, len(todo)), make([][]any, len(todo))
@@ -256,7 +258,7 @@ func (s *Store) CommitSteps(ctx context.Context, commits []store.StepCommit) ([]
 			errs[i] = fmt.Errorf("commit %s/%s: %w", commits[i].ExecutionID, commits[i].Step.GetStepId(), rerrs[j])
 			continue
 		}
-		commits[i].Appended, errs[i] = commitResult(commits[i], res[j], args[i])
+		commits[i].Appended, errs[i] = commitResult(commits[i], res[j], stored[i])
 	}
 	return errs, nil
 }
@@ -269,10 +271,21 @@ func isRedisReplyError(err error) bool {
 }
 
 // commitResult maps a scriptCommit reply to the per-commit error and, for a written commit,
-// its stored ledger entries (decoded from args, the script's arguments, with the reply's Seqs).
-func commitResult(c store.StepCommit, res any, args []any) ([]*messages.LedgerEntry, error) {
-	if out, ok := res.([]any); ok && len(out) == 2+len(c.Ledger) {
-		return committedEntries(c, out, args)
+// its stored ledger entries: stored (from commitArgs) given the reply's run and Seqs.
+func commitResult(c store.StepCommit, res any, stored []*messages.LedgerEntry) ([]*messages.LedgerEntry, error) {
+	if out, ok := res.([]any); ok && len(out) == 2+len(stored) {
+		run, _ := out[1].(string)
+		for i, e := range stored {
+			seq, ok := out[2+i].(int64)
+			if !ok {
+				return nil, fmt.Errorf("redisstore: commit %s/%s: unexpected reply %v", c.ExecutionID, c.Step.GetStepId(), res)
+			}
+			if e.SharedRunId == "" {
+				e.SharedRunId = run
+			}
+			e.Seq = seq
+		}
+		return stored, nil
 	}
 	n, ok := res.(int64)
 	if !ok {
@@ -290,30 +303,6 @@ func commitResult(c store.StepCommit, res any, args []any) ([]*messages.LedgerEn
 		return nil, fmt.Errorf("redisstore: commit %s/%s: unexpected reply %d", c.ExecutionID, c.Step.GetStepId(), n)
 	}
 	return nil, fmt.Errorf("redisstore: commit %s/%s: %w", c.ExecutionID, c.Step.GetStepId(), sentinel)
-}
-
-// committedEntries decodes the ledger entries a written commit stored (the pairs of args from
-// its ninth on) and gives them the run and Seq of the script's reply out.
-func committedEntries(c store.StepCommit, out, args []any) ([]*messages.LedgerEntry, error) {
-	run, _ := out[1].(string)
-	entries := make([]*messages.LedgerEntry, len(c.Ledger))
-	for i := range entries {
-		seq, ok := out[2+i].(int64)
-		pb, isBytes := args[commitLedgerArg+2*i+1].([]byte)
-		if !ok || !isBytes {
-			return nil, fmt.Errorf("redisstore: commit %s/%s: unexpected reply %v", c.ExecutionID, c.Step.GetStepId(), out)
-		}
-		e := &messages.LedgerEntry{}
-		if err := unmarshal("ledger entry", pb, e); err != nil {
-			return nil, err
-		}
-		if e.SharedRunId == "" {
-			e.SharedRunId = run
-		}
-		e.Seq = seq
-		entries[i] = e
-	}
-	return entries, nil
 }
 
 // UpdateExecution applies fn if epoch is current, with an optimistic compare-and-set loop that
@@ -404,7 +393,7 @@ func (s *Store) CommitOne(ctx context.Context, c store.StepCommit) error {
 	if err := s.check(); err != nil {
 		return fmt.Errorf("redisstore: commit: %w", err)
 	}
-	keys, args, err := s.commitArgs(c)
+	keys, args, stored, err := s.commitArgs(c)
 	if err != nil {
 		return err
 	}
@@ -412,6 +401,6 @@ func (s *Store) CommitOne(ctx context.Context, c store.StepCommit) error {
 	if err != nil {
 		return fmt.Errorf("redisstore: commit %s/%s: %w", c.ExecutionID, c.Step.GetStepId(), err)
 	}
-	_, err = commitResult(c, res, args)
+	_, err = commitResult(c, res, stored)
 	return err
 }

@@ -116,7 +116,9 @@ func (s *Store) ReadLedger(ctx context.Context, sharedRunID string, afterSeq int
 	if limit > 0 {
 		stop = afterSeq + int64(limit) - 1
 	}
-	vals, err := s.rdb.LRange(ctx, s.ledgerKey(sharedRunID), afterSeq, stop).Result()
+	cmd := redis.NewStringSliceCmd(ctx, "lrange", s.ledgerKey(sharedRunID), afterSeq, stop)
+	_ = s.batch.do(ctx, cmd) // a hot read (every event stream's): the command holds its error
+	vals, err := cmd.Result()
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: read ledger %s: %w", sharedRunID, err)
 	}
