@@ -46,6 +46,10 @@ type env struct {
 	lost sync.Map
 	// agentNode is the node once its agent runtime has started (agent_steps.go).
 	agentNode atomic.Pointer[Node]
+	// mailboxes runs the mailboxes of the instances and executions on parked goroutines of
+	// group (agent_dispatch.go): protoactor's default dispatcher starts a goroutine per mailbox
+	// run, whose stack then grows again on every run (a seventh of a step commit's CPU).
+	mailboxes *agentDispatcher
 }
 
 // ledger appends entries (batched with other runs' writes by the committer, in order per run)

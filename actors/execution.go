@@ -28,7 +28,7 @@ type execution struct {
 }
 
 func newExecutionProps(seed *execSeed) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return &execution{seed: seed} })
+	return actor.PropsFromProducer(func() actor.Actor { return &execution{seed: seed} }, actor.WithDispatcher(seed.env.mailboxes))
 }
 
 // Receive turns the actor's messages into engine events; replies addressed to an earlier

@@ -79,7 +79,7 @@ func (x *execution) startTask(c actor.Context, f engine.StartStep) {
 	tenant := s.req.GetSnapshot().GetTenantId()
 	req := &step.Request{ExecutionID: s.executionID, SharedRunID: s.req.SharedRunId, StepID: f.Step, TenantID: tenant,
 		Attempt: f.Attempt, IdempotencyKey: s.executionID + "/" + f.Step, With: f.With, Snapshot: s.req.Snapshot}
-	if !e.group.Go(func(context.Context) { runStepTask(ctx, e.system, self, h, req, inc) }) {
+	if !e.mailboxes.Go(func(context.Context) { runStepTask(ctx, e.system, self, h, req, inc) }) {
 		cancel() // the node is stopping: so is this execution
 	}
 }
@@ -118,7 +118,7 @@ func (x *execution) setRunStatus(status engine.RunStatus) {
 // finalizeDone.
 func (x *execution) finalize(c actor.Context, f engine.Finalize) {
 	s, self, inc := x.seed, c.Self(), x.inc
-	s.env.group.GoTimeout(15*time.Second, func(ctx context.Context) {
+	s.env.mailboxes.GoTimeout(15*time.Second, func(ctx context.Context) {
 		err := finalizeRun(ctx, s, f)
 		res := engine.FinalizeOK
 		switch {

@@ -24,7 +24,7 @@ func (x *execution) load(c actor.Context) {
 	if execID == "" {
 		execID = s.req.ExecutionId
 	}
-	s.env.group.GoTimeout(15*time.Second, func(ctx context.Context) {
+	s.env.mailboxes.GoTimeout(15*time.Second, func(ctx context.Context) {
 		msg := &execLoaded{inc: inc, executionID: execID, epoch: epoch, marked: s.marked}
 		msg.err = loadExecution(ctx, s, msg)
 		s.env.system.Root.Send(self, msg)

@@ -70,7 +70,7 @@ func newInstanceProps(e *env, spec InstanceSpec) *actor.Props {
 		in := &instance{env: e, spec: spec, restarted: restarted}
 		restarted = true
 		return in
-	}, actor.WithSupervisor(executionSupervisor))
+	}, actor.WithSupervisor(executionSupervisor), actor.WithDispatcher(e.mailboxes))
 }
 
 type (
