@@ -38,6 +38,7 @@ func TestServer_Errors_badInput(t *testing.T) {
 		{"unknown run cancel", "POST", "/v1/runs/run-nope/cancel", "", 404, httpapi.CodeNotFound, ""},
 		{"bad status filter", "GET", "/v1/runs?status=weird", "", 400, httpapi.CodeBadRequest, "weird"},
 		{"bad limit", "GET", "/v1/runs?limit=x", "", 400, httpapi.CodeBadRequest, "limit"},
+		{"bad tenant filter", "GET", "/v1/runs?tenant_id=Bad%20Tenant", "", 400, httpapi.CodeBadRequest, "tenant_id"},
 		{"unknown execution", "GET", "/v1/executions/nope/ledger", "", 404, httpapi.CodeNotFound, ""},
 		{"unknown execution trace", "GET", "/v1/executions/nope/trace", "", 404, httpapi.CodeNotFound, ""},
 		{"unknown execution replay", "POST", "/v1/executions/nope/replay", "", 404, httpapi.CodeNotFound, ""},

@@ -15,6 +15,7 @@ import (
 	"github.com/dairuntime/dair/internal/auth"
 	"github.com/dairuntime/dair/internal/jsonvalid"
 	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/internal/tenancy"
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -189,6 +190,12 @@ func (s *server) listRuns(w http.ResponseWriter, r *http.Request) {
 	if f.Status != "" && !runStatuses[f.Status] {
 		s.fail(w, r, badRequest("api: unknown run status %q", f.Status))
 		return
+	}
+	if f.TenantID != "" {
+		if err := tenancy.ValidateTenantID(f.TenantID); err != nil {
+			s.fail(w, r, badRequest("api: %v", err))
+			return
+		}
 	}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)

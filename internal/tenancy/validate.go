@@ -12,6 +12,14 @@ import (
 // ErrInvalidSettings is matched (errors.Is) by every *ValidationError returned by Validate.
 var ErrInvalidSettings = errors.New("tenancy: invalid tenant settings")
 
+// ValidateTenantID reports (as a *ValidationError of field tenant_id) an id no tenant can have.
+func ValidateTenantID(id string) error {
+	if !tenantIDPattern.MatchString(id) {
+		return &ValidationError{Field: "tenant_id", Reason: fmt.Sprintf("%q does not match %s", id, tenantIDPattern)}
+	}
+	return nil
+}
+
 // ValidationError reports the first field of a TenantSettings that breaks a rule.
 type ValidationError struct {
 	// Field is the snake_case settings field name, as in CONTRACT.md.
@@ -63,8 +71,8 @@ func Validate(t *messages.TenantSettings) error {
 	if t == nil {
 		return &ValidationError{Field: "settings", Reason: "missing"}
 	}
-	if !tenantIDPattern.MatchString(t.TenantId) {
-		return &ValidationError{Field: "tenant_id", Reason: fmt.Sprintf("%q does not match %s", t.TenantId, tenantIDPattern)}
+	if err := ValidateTenantID(t.TenantId); err != nil {
+		return err
 	}
 	if t.TenantGroupId != "" && !tenantIDPattern.MatchString(t.TenantGroupId) {
 		return &ValidationError{Field: "tenant_group_id", Reason: fmt.Sprintf("%q does not match %s", t.TenantGroupId, tenantIDPattern)}
