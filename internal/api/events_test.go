@@ -85,17 +85,7 @@ func TestServer_Events_heartbeatAndPastEnd(t *testing.T) {
 	if pings == 0 {
 		t.Fatal("no heartbeat comment")
 	}
-	run := f.waitRun(sr.SharedRunID, isFinal)
-	// The run's status turns final just before its terminal ledger entry is appended: wait for
-	// the entry, which is where the stream ends.
-	var last int64
-	testkit.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool {
-		var l httpapi.Ledger
-		f.call("GET", "/v1/executions/"+run.SharedRunID+"/ledger", "", http.StatusOK, &l)
-		end := l.Entries[len(l.Entries)-1]
-		last = end.Seq
-		return end.Kind == "run_succeeded" || end.Kind == "run_failed" || end.Kind == "run_cancelled"
-	}, "the terminal ledger entry")
+	last := f.terminalSeq(sr.SharedRunID)
 	// Resuming at the terminal event ends the stream without events.
 	evs := f.openStream("GET", "/v1/runs/"+sr.SharedRunID+"/events", "", "Last-Event-ID", strconv.FormatInt(last, 10)).readAll()
 	if len(evs) != 0 {
@@ -127,15 +117,7 @@ func TestServer_Events_servesTheHubsEntries(t *testing.T) {
 	f := newFixture(t, false, func(c *api.Config) { c.SSEPoll = time.Hour })
 	f.putPipeline(slowSteps)
 	sr := f.submit(`{"pipeline":"slow","tenant_id":"acme"}`)
-	f.waitRun(sr.SharedRunID, isFinal)
-	var last int64
-	testkit.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool {
-		var l httpapi.Ledger
-		f.call("GET", "/v1/executions/"+sr.SharedRunID+"/ledger", "", http.StatusOK, &l)
-		end := l.Entries[len(l.Entries)-1]
-		last = end.Seq
-		return end.Kind == "run_succeeded"
-	}, "the terminal ledger entry")
+	last := f.terminalSeq(sr.SharedRunID)
 	// Resumed past the end, the stream waits (terminalGrace) for entries that will not come.
 	s := f.openStream("GET", "/v1/runs/"+sr.SharedRunID+"/events", "", "Last-Event-ID", strconv.FormatInt(last, 10))
 	defer s.close()
@@ -154,4 +136,24 @@ func TestServer_Events_servesTheHubsEntries(t *testing.T) {
 			t.Fatalf("event %d = %s #%d, want %s #%d", i, ev.Kind, ev.ID, want, last+int64(i)+1)
 		}
 	}
+}
+
+// terminalSeq waits until run id is final and its terminal ledger entry written, and returns
+// that entry's Seq. (The run's status turns final just before its terminal entry is appended.)
+func (f *fixture) terminalSeq(id string) int64 {
+	f.t.Helper()
+	f.waitRun(id, isFinal)
+	var last int64
+	testkit.Eventually(f.t, 10*time.Second, 5*time.Millisecond, func() bool {
+		var l httpapi.Ledger
+		f.call("GET", "/v1/executions/"+id+"/ledger", "", http.StatusOK, &l)
+		end := l.Entries[len(l.Entries)-1]
+		last = end.Seq
+		return isTerminalKind(end.Kind)
+	}, "the terminal ledger entry")
+	return last
+}
+
+func isTerminalKind(k string) bool {
+	return k == messages.KindRunSucceeded || k == messages.KindRunFailed || k == messages.KindRunCancelled
 }
