@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/internal/ledger"
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -24,11 +25,6 @@ const terminalGrace = 2 * time.Second
 // sseRetry is the reconnection delay an event stream asks EventSource clients to wait
 // (its `retry:` field, in milliseconds) before reconnecting with Last-Event-ID.
 const sseRetry = 1000
-
-// isTerminalKind reports whether a ledger kind ends a run's event stream.
-func isTerminalKind(kind string) bool {
-	return kind == messages.KindRunSucceeded || kind == messages.KindRunFailed || kind == messages.KindRunCancelled
-}
 
 // lastEventID returns the resume point of an event stream: the Last-Event-ID header, else the
 // last_event_id query parameter, else 0.
@@ -92,7 +88,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, runID string, af
 				return
 			}
 			after = e.Seq
-			if isTerminalKind(e.Kind) {
+			if ledger.IsTerminalKind(e.Kind) {
 				flush()
 				return
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/api"
+	"github.com/dairuntime/dair/internal/ledger"
 	"github.com/dairuntime/dair/messages"
 	"github.com/dairuntime/dair/testkit"
 )
@@ -149,11 +150,7 @@ func (f *fixture) terminalSeq(id string) int64 {
 		f.call("GET", "/v1/executions/"+id+"/ledger", "", http.StatusOK, &l)
 		end := l.Entries[len(l.Entries)-1]
 		last = end.Seq
-		return isTerminalKind(end.Kind)
+		return ledger.IsTerminalKind(end.Kind)
 	}, "the terminal ledger entry")
 	return last
-}
-
-func isTerminalKind(k string) bool {
-	return k == messages.KindRunSucceeded || k == messages.KindRunFailed || k == messages.KindRunCancelled
 }

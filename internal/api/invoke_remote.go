@@ -16,6 +16,7 @@ import (
 	"github.com/dairuntime/dair/actors"
 	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/ids"
+	"github.com/dairuntime/dair/internal/ledger"
 	"github.com/dairuntime/dair/messages"
 	grpcprov "github.com/dairuntime/dair/providers/grpc"
 )
@@ -173,7 +174,7 @@ func (s *server) relay(w http.ResponseWriter, r *http.Request, stream grpc.Serve
 			if e == nil || e.GetSeq() <= after {
 				continue
 			}
-			if writeEvent(w, e) != nil || !flush() || isTerminalKind(e.GetKind()) {
+			if writeEvent(w, e) != nil || !flush() || ledger.IsTerminalKind(e.GetKind()) {
 				return
 			}
 		}
