@@ -54,9 +54,11 @@ type Config struct {
 	ControlPlaneID string
 	// SubmitMode is SubmitQueueFirst (default) or SubmitDirect.
 	SubmitMode string
-	// DisableHandOff makes every queue-first submit go through the shared queue and the pump.
-	// Default false: a submit hands its run straight to an instance when the node's instance
-	// view shows tenant-visible free capacity and the pump's last cycle left no run waiting.
+	// DisableHandOff makes every submit store its run before placing it: a queue-first one
+	// goes through the shared queue and the pump, a direct one through a separate dispatch.
+	// Default false: a submit hands its run straight to an instance (creating it assigned in one
+	// store call) when the node's instance view shows tenant-visible free capacity and the
+	// pump's last cycle left no run waiting.
 	DisableHandOff bool
 	// HeartbeatInterval is how often instances publish capacity. Default 1s.
 	HeartbeatInterval time.Duration

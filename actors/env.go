@@ -29,13 +29,16 @@ type env struct {
 	awaits      *runWatch // Node.Await's batched store reads (await.go)
 	commits     *committer
 	history     *ledger.Writer
-	handlers    *step.Registry
-	pipelines   *pipelineCache
-	dir         *directory
-	metrics     nodeMetrics
-	pub         *publisher
-	cfg         Config
-	now         func() time.Time
+	// life is the store's one-call start and end of an execution, or nil when the store has
+	// none (the execution then writes them in several calls).
+	life      store.ExecutionLifecycle
+	handlers  *step.Registry
+	pipelines *pipelineCache
+	dir       *directory
+	metrics   nodeMetrics
+	pub       *publisher
+	cfg       Config
+	now       func() time.Time
 	// group owns the node's background goroutines and timers (and the committer and publisher
 	// loops); Node.Stop cancels it and waits for them.
 	group *workgroup.Group

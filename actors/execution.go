@@ -157,7 +157,7 @@ func (x *execution) stop(c actor.Context, f engine.Stop) {
 		outcome = execFenced
 	}
 	x.cancelAll()
-	c.Send(c.Parent(), &runFinished{localRunID: s.localRunID, executionID: s.executionID, outcome: outcome})
+	c.Send(c.Parent(), &runFinished{localRunID: s.localRunID, executionID: s.executionID, outcome: outcome, released: s.released})
 	c.Stop(c.Self())
 }
 

@@ -119,7 +119,7 @@ func (x *execution) setRunStatus(status engine.RunStatus) {
 func (x *execution) finalize(c actor.Context, f engine.Finalize) {
 	s, self, inc := x.seed, c.Self(), x.inc
 	s.env.mailboxes.GoTimeout(15*time.Second, func(ctx context.Context) {
-		err := finalizeRun(ctx, s, f)
+		released, err := finalizeRun(ctx, s, f)
 		res := engine.FinalizeOK
 		switch {
 		case errors.Is(err, store.ErrStaleEpoch):
@@ -127,7 +127,7 @@ func (x *execution) finalize(c actor.Context, f engine.Finalize) {
 		case err != nil:
 			res = engine.FinalizeFailed
 		}
-		s.env.system.Root.Send(self, &finalizeDone{inc: inc, result: res, err: err})
+		s.env.system.Root.Send(self, &finalizeDone{inc: inc, result: res, err: err, released: released})
 	})
 }
 
@@ -135,6 +135,7 @@ func (x *execution) onFinalized(c actor.Context, m *finalizeDone) {
 	if m.inc != x.inc {
 		return
 	}
+	x.seed.released = x.seed.released || m.released
 	if m.result == engine.FinalizeFailed {
 		x.seed.env.log.Warn("finalize failed; retrying", zap.String("execution_id", x.seed.executionID), zap.Error(m.err))
 	}
@@ -142,21 +143,35 @@ func (x *execution) onFinalized(c actor.Context, m *finalizeDone) {
 }
 
 // finalizeRun records the terminal status of f on the execution (fenced), then on the shared
-// run with its terminal ledger entry and the run's usage event in the same store write.
-func finalizeRun(ctx context.Context, s *execSeed, f engine.Finalize) error {
+// run with its terminal ledger entry and the run's usage event in the same store write. With
+// the store's ExecutionLifecycle all of it, and the release of the run's slot hold, is one
+// call: released reports that the hold is gone.
+func finalizeRun(ctx context.Context, s *execSeed, f engine.Finalize) (released bool, err error) {
 	e := s.env
 	status, reason, output := f.Status.String(), f.Reason, f.Output
+	entry := &messages.LedgerEntry{Kind: terminalKind(f.Status), SharedRunId: s.req.SharedRunId, ExecutionId: s.executionID,
+		RuntimeInstanceId: s.instanceID, Epoch: s.epoch, Reason: reason, TenantId: s.req.GetSnapshot().GetTenantId()}
+	meter := &messages.UsageEvent{Kind: "run", TenantId: s.req.GetSnapshot().GetTenantId(), SharedRunId: s.req.SharedRunId,
+		ExecutionId: s.executionID}
+	if e.life != nil {
+		res, err := e.life.FinishExecution(ctx, store.ExecutionFinish{ExecutionID: s.executionID, Epoch: s.epoch,
+			RunID: s.req.SharedRunId, Status: status, Output: output, FailureReason: reason, Entry: entry, Usage: meter,
+			InstanceID: s.instanceID})
+		if err != nil {
+			return false, fmt.Errorf("finalize execution %s: %w", s.executionID, err)
+		}
+		if res.Changed {
+			e.hub.Appended(s.req.SharedRunId, []*messages.LedgerEntry{res.Entry})
+			e.metrics.runFinished(status)
+		}
+		return true, nil
+	}
 	if _, err := e.st.UpdateExecution(ctx, s.executionID, s.epoch, func(ex *messages.Execution) error {
 		ex.Status, ex.Output, ex.FailureReason = status, output, reason
 		return nil
 	}); err != nil {
-		return fmt.Errorf("finalize execution %s: %w", s.executionID, err)
+		return false, fmt.Errorf("finalize execution %s: %w", s.executionID, err)
 	}
-	kind := terminalKind(f.Status)
-	entry := &messages.LedgerEntry{Kind: kind, SharedRunId: s.req.SharedRunId, ExecutionId: s.executionID,
-		RuntimeInstanceId: s.instanceID, Epoch: s.epoch, Reason: reason, TenantId: s.req.GetSnapshot().GetTenantId()}
-	meter := &messages.UsageEvent{Kind: "run", TenantId: s.req.GetSnapshot().GetTenantId(), SharedRunId: s.req.SharedRunId,
-		ExecutionId: s.executionID}
 	_, changed, err := e.history.FinishRunMetered(ctx, s.req.SharedRunId, entry, meter, func(r *messages.SharedRun) bool {
 		if messages.IsTerminalRun(r.Status) || (r.ExecutionId != "" && r.ExecutionId != s.executionID) {
 			return false
@@ -165,13 +180,12 @@ func finalizeRun(ctx context.Context, s *execSeed, f engine.Finalize) error {
 		return true
 	})
 	if err != nil {
-		return fmt.Errorf("finalize run %s: %w", s.req.SharedRunId, err)
+		return false, fmt.Errorf("finalize run %s: %w", s.req.SharedRunId, err)
 	}
-	if !changed {
-		return nil
+	if changed {
+		e.metrics.runFinished(status)
 	}
-	e.metrics.runFinished(status)
-	return nil
+	return false, nil
 }
 
 // stepUsage is the usage event of a succeeded attempt (handler uses). Its At is the store's

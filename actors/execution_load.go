@@ -67,7 +67,8 @@ func loadExecution(ctx context.Context, s *execSeed, msg *execLoaded) error {
 }
 
 // activate creates the execution of a new run (epoch 1), or acquires the existing one (a new
-// epoch) once the run is known to be still this instance's. It sets msg's id and epoch.
+// epoch) once the run is known to be still this instance's. It sets msg's id and epoch, and
+// marked when the store marked the run running in the same call.
 func activate(ctx context.Context, s *execSeed, msg *execLoaded) (*messages.Execution, error) {
 	e := s.env
 	if s.req.ExecutionId == "" {
@@ -76,12 +77,9 @@ func activate(ctx context.Context, s *execSeed, msg *execLoaded) (*messages.Exec
 		if msg.executionID == "" {
 			msg.executionID = ids.New("exec")
 		}
-		now := e.now().UnixNano()
-		created := &messages.Execution{
-			ExecutionId: msg.executionID, SharedRunId: s.req.SharedRunId, LocalRunId: s.localRunID,
-			RuntimeInstanceId: s.instanceID, PipelineKey: s.req.PipelineKey, PipelineHash: s.req.PipelineHash,
-			Epoch: 1, Status: messages.RunRunning, Snapshot: s.req.Snapshot, Input: s.req.Input,
-			CreatedAt: now, UpdatedAt: now, Owner: e.incarnation,
+		created := newExecution(s, msg.executionID)
+		if e.life != nil && !msg.marked {
+			return startExecution(ctx, s, msg, created)
 		}
 		err := e.st.CreateExecution(ctx, created)
 		switch {
@@ -113,48 +111,76 @@ func activate(ctx context.Context, s *execSeed, msg *execLoaded) (*messages.Exec
 	return nil, nil
 }
 
+// newExecution is the record of a new run's execution id at epoch 1, owned by this process.
+func newExecution(s *execSeed, id string) *messages.Execution {
+	now := s.env.now().UnixNano()
+	return &messages.Execution{
+		ExecutionId: id, SharedRunId: s.req.SharedRunId, LocalRunId: s.localRunID,
+		RuntimeInstanceId: s.instanceID, PipelineKey: s.req.PipelineKey, PipelineHash: s.req.PipelineHash,
+		Epoch: 1, Status: messages.RunRunning, Snapshot: s.req.Snapshot, Input: s.req.Input,
+		CreatedAt: now, UpdatedAt: now, Owner: s.env.incarnation,
+	}
+}
+
+// startExecution creates x and marks its run running, with the start in its ledger, in one
+// store call (store.ExecutionLifecycle), under markRunning's conditions. It returns x when the
+// call created it, nil when it existed (an earlier attempt whose answer was lost made it; the
+// load reads it back and checks its epoch).
+func startExecution(ctx context.Context, s *execSeed, msg *execLoaded, x *messages.Execution) (*messages.Execution, error) {
+	e := s.env
+	res, err := e.life.StartExecution(ctx, store.ExecutionStart{Execution: x,
+		Entry: startEntry(s, messages.KindExecutionStarted, x.ExecutionId, x.Epoch)})
+	if errors.Is(err, store.ErrNotFound) {
+		err = fmt.Errorf("%w: the run is gone: %w", errRunMoved, err)
+	}
+	switch {
+	case errors.Is(err, errRunMoved):
+		leaveMoved(ctx, e, x.ExecutionId, s.instanceID)
+		return nil, err
+	case err != nil:
+		return nil, fmt.Errorf("start execution: %w", err)
+	}
+	msg.epoch, msg.marked = x.Epoch, true
+	if res.Entry != nil {
+		e.hub.Appended(s.req.SharedRunId, []*messages.LedgerEntry{res.Entry})
+	}
+	if !res.Created {
+		return nil, nil
+	}
+	return x, nil
+}
+
+// startEntry is the ledger entry of an activation's start (kind execution_started or recovery).
+func startEntry(s *execSeed, kind, execID string, epoch int64) *messages.LedgerEntry {
+	return &messages.LedgerEntry{Kind: kind, SharedRunId: s.req.SharedRunId, ExecutionId: execID,
+		RuntimeInstanceId: s.instanceID, Epoch: epoch, TenantId: s.req.GetSnapshot().GetTenantId(),
+		Reason: reasonFor(kind)}
+}
+
 // markRunning marks the run running, with the start (or recovery) in its ledger in the same
 // write. The run record is where a dispatch is decided: it is marked only while it is still
-// assigned here and names no other execution, so a dispatch that arrives after the run was
-// requeued (its pump gave up, or recovery found it lost) does not run it a second time. A mark
-// that already holds (a retried load whose first write applied but whose answer was lost) is
-// not written again.
+// assigned here and names no other execution (store.StartCheck), so a dispatch that arrives
+// after the run was requeued (its pump gave up, or recovery found it lost) does not run it a
+// second time. A mark that already holds (a retried load whose first write applied but whose
+// answer was lost) is not written again.
 func markRunning(ctx context.Context, s *execSeed, execID string, epoch int64) error {
 	e := s.env
 	kind := messages.KindExecutionStarted
 	if s.req.ExecutionId != "" {
 		kind = messages.KindRecovery
 	}
-	started := &messages.LedgerEntry{Kind: kind, SharedRunId: s.req.SharedRunId, ExecutionId: execID,
-		RuntimeInstanceId: s.instanceID, Epoch: epoch, TenantId: s.req.GetSnapshot().GetTenantId(),
-		Reason: reasonFor(kind)}
+	started := startEntry(s, kind, execID, epoch)
 	_, appended, err := e.st.UpdateRunAndAppend(ctx, s.req.SharedRunId, func(r *messages.SharedRun) (*messages.LedgerEntry, error) {
-		switch {
-		case r.ExecutionId != "" && r.ExecutionId != execID:
-			return nil, fmt.Errorf("%w: the run names execution %s", errRunMoved, r.ExecutionId)
-		case messages.IsTerminalRun(r.Status) && r.ExecutionId == "":
-			return nil, fmt.Errorf("%w: the run is %s without this execution", errRunMoved, r.Status)
-		case messages.IsTerminalRun(r.Status):
-			return nil, nil // this execution finished it; the load finalizes again
-		}
-		if err := startableHere(r, s.instanceID); err != nil {
+		mark, err := store.StartCheck(r, execID, s.instanceID, s.localRunID)
+		if err != nil || !mark {
 			return nil, err
 		}
-		if r.Status == messages.RunRunning && r.ExecutionId == execID && r.LocalRunId == s.localRunID {
-			return nil, nil // marked by an earlier attempt of this activation
-		}
-		r.Status = messages.RunRunning
-		r.ExecutionId = execID
-		r.LocalRunId = s.localRunID
-		r.AssignedRuntimeInstanceId = s.instanceID
+		store.MarkStarted(r, execID, s.instanceID, s.localRunID)
 		return started, nil
 	})
 	if err != nil {
 		if errors.Is(err, errRunMoved) {
-			// Leave the execution on no instance, so nothing here counts it as ours.
-			if _, _, ferr := e.st.FenceExecution(ctx, execID, "moved:"+e.incarnation, s.instanceID); ferr != nil && !errors.Is(ferr, store.ErrNotFound) {
-				e.log.Warn("release execution of a moved run", zap.String("execution_id", execID), zap.Error(ferr))
-			}
+			leaveMoved(ctx, e, execID, s.instanceID)
 			return err
 		}
 		return fmt.Errorf("mark run running: %w", err)
@@ -165,8 +191,16 @@ func markRunning(ctx context.Context, s *execSeed, execID string, epoch int64) e
 	return nil
 }
 
+// leaveMoved leaves the execution of a run that moved on no instance, so nothing here counts
+// it as ours (a missing execution is fine: there is nothing to leave).
+func leaveMoved(ctx context.Context, e *env, execID, instanceID string) {
+	if _, _, err := e.st.FenceExecution(ctx, execID, "moved:"+e.incarnation, instanceID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		e.log.Warn("release execution of a moved run", zap.String("execution_id", execID), zap.Error(err))
+	}
+}
+
 // errRunMoved stops an activation whose run is no longer assigned to its instance.
-var errRunMoved = errors.New("actors: run is no longer assigned to this instance")
+var errRunMoved = store.ErrRunMoved
 
 // startableHere reports (as errRunMoved) whether an execution of run may start on instanceID:
 // the run must be assigned there and dispatched, running (a restart) or paused.

@@ -23,7 +23,10 @@ type execSeed struct {
 	// marked is set once the run record names this activation (running, its execution id):
 	// until then every load tries again, so an activation whose first mark failed (the store
 	// went away mid-write) never runs a run that was requeued meanwhile.
-	marked      bool
+	marked bool
+	// released is set once the store released the run's slot hold with the execution's end
+	// (store.ExecutionLifecycle): the instance does not release it again.
+	released    bool
 	incarnation int
 }
 
@@ -64,9 +67,10 @@ type (
 	}
 	execReload   struct{ inc int }
 	finalizeDone struct {
-		inc    int
-		result engine.FinalizeResult
-		err    error
+		inc      int
+		result   engine.FinalizeResult
+		err      error
+		released bool // the run's slot hold was released with the execution's end
 	}
 	finalizeRetry struct {
 		inc int
@@ -77,6 +81,7 @@ type (
 		localRunID  string
 		executionID string
 		outcome     execOutcome
+		released    bool // the store released the run's slot hold already
 	}
 )
 

@@ -96,7 +96,7 @@ func (in *instance) Receive(c actor.Context) {
 	case *messages.DispatchRequest:
 		c.Respond(in.dispatch(c, m))
 	case *runFinished:
-		in.finished(c, m.localRunID, m.outcome)
+		in.finished(c, m.localRunID, m.outcome, m.released)
 	case *actor.Terminated:
 		for lr, r := range in.execs {
 			if r.pid.Equal(m.Who) {
@@ -189,7 +189,9 @@ func (in *instance) startRuns(c actor.Context) {
 	}
 }
 
-func (in *instance) finished(c actor.Context, lr string, outcome execOutcome) {
+// finished frees the local slot of an execution that ended, and its slot hold in the store
+// unless the execution's end released it (released).
+func (in *instance) finished(c actor.Context, lr string, outcome execOutcome, released bool) {
 	r, ok := in.q.Finish(lr)
 	if !ok {
 		return
@@ -198,7 +200,9 @@ func (in *instance) finished(c actor.Context, lr string, outcome execOutcome) {
 	if outcome == execFenced && !in.stopping {
 		in.resumeIfStillMine(c, r.Req.SharedRunId)
 	}
-	in.release(r.Req.SharedRunId)
+	if !released {
+		in.release(r.Req.SharedRunId)
+	}
 	in.startRuns(c)
 	in.publish(c)
 }
@@ -216,5 +220,5 @@ func (in *instance) execGone(c actor.Context, lr string) {
 			zap.String("shared_run_id", r.seed.req.SharedRunId))
 		failExecution(in.env, r.seed, "execution-crashed")
 	}
-	in.finished(c, lr, execCrashed)
+	in.finished(c, lr, execCrashed, r.seed.released)
 }

@@ -112,6 +112,7 @@ func newEnv(cfg Config, sys *actor.ActorSystem) *env {
 		hub: NewHub(), handlers: cfg.Handlers, dir: newDirectory(), metrics: nodeMetrics{metrics.New()}, cfg: cfg, now: cfg.Now,
 		group: workgroup.New(),
 	}
+	e.life, _ = cfg.Store.(store.ExecutionLifecycle)
 	e.awaits = newRunWatch(cfg.Store, e.group, e.log)
 	e.pipelines = newPipelineCache(cfg.Store, cfg.Handlers)
 	c := ledger.NewCommitter(cfg.Store, ledger.CommitterConfig{Shards: cfg.CommitShards, Batch: cfg.CommitBatch, Log: e.log, Notifier: e.hub})

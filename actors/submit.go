@@ -35,11 +35,12 @@ type SubmitRequest struct {
 //
 // The steps, in order: validate the request and resolve the pipeline; read the tenant's
 // settings; admit through the tenant scope (last seen, cold start, suspension); refuse beyond
-// the tenant's max_queued_runs; then, for a queue-first submit on a node whose instance view
-// shows room (Dispatcher.HandOff: no quota on the tenant, nobody waiting), create the run
-// already assigned, with its ledger entries, in one store call and deliver it; otherwise create
-// the run, record it in the ledger, and dispatch it at once (SubmitDirect) or enqueue it and
-// wake the pump. No run is acknowledged before it is durably assigned or queued. Errors:
+// the tenant's max_queued_runs; then, on a node whose instance view shows room
+// (Dispatcher.HandOff: no quota on the tenant, nobody waiting), create the run already
+// assigned, with its ledger entries, in one store call and deliver it (in either mode: a
+// direct submit then returns the run as stored, like a direct dispatch); otherwise create the
+// run, record it in the ledger, and dispatch it at once (SubmitDirect) or enqueue it and wake
+// the pump. No run is acknowledged before it is durably assigned or queued. Errors:
 // ErrStopped, ErrBadInput, ErrUnknownPipeline, ErrTenantSuspended, ErrTenantQueueFull,
 // ErrNoCapacity, or a store failure. It blocks on store I/O and, for a cold start, on capacity.
 func (n *Node) Submit(ctx context.Context, req SubmitRequest) (*messages.SharedRun, error) {
@@ -65,13 +66,16 @@ func (n *Node) Submit(ctx context.Context, req SubmitRequest) (*messages.SharedR
 	}
 	run := newRun(req, t, cp, n.env.now().UnixNano())
 	mode := cmp.Or(req.Mode, n.env.cfg.SubmitMode)
-	if mode == SubmitQueueFirst && !n.env.cfg.DisableHandOff {
+	if !n.env.cfg.DisableHandOff {
 		// One store call creates the run already assigned, with its "submitted" entry.
 		handed, err := n.plane.dispatcher.HandOff(ctx, run, "direct-"+n.env.nodeID, submittedEntry(run))
 		if err != nil {
 			n.env.log.Warn("hand off", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
 		}
-		if handed {
+		switch {
+		case handed && mode == SubmitDirect:
+			return n.GetRun(ctx, run.SharedRunId)
+		case handed:
 			return run, nil
 		}
 	}

@@ -93,3 +93,94 @@ func TestWriter_Record_ordersEntriesPerRun(t *testing.T) {
 		t.Fatalf("ledger kinds = %v, want %v", kinds, want)
 	}
 }
+
+// countingStore counts CommitSteps calls and the commits they carry.
+type countingStore struct {
+	store.Store
+	calls, commits atomic.Int64
+}
+
+func (s *countingStore) CommitSteps(ctx context.Context, commits []store.StepCommit) ([]error, error) {
+	s.calls.Add(1)
+	s.commits.Add(int64(len(commits)))
+	return s.Store.CommitSteps(ctx, commits)
+}
+
+// stepRecord is the commit of step a of execution x1 (run r1) in status.
+func stepRecord(status, kind string) store.StepCommit {
+	return store.StepCommit{ExecutionID: "x1", Epoch: 1, Step: &messages.StepState{StepId: "a", Status: status, Attempts: 1},
+		Ledger: []*messages.LedgerEntry{{SharedRunId: "r1", Kind: kind}}}
+}
+
+// TestCommitter_startWaitsForItsEnd: a step's "running" record that is alone in its batch
+// waits (StartHold) for the step's end, and both go in one write; a start whose end does not
+// come is written when the hold is over.
+func TestCommitter_startWaitsForItsEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		hold  time.Duration
+		ended bool
+	}{{"fast step", time.Minute, true}, {"slow step", time.Millisecond, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &countingStore{Store: openStore(t)}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := st.CreateExecution(ctx, &messages.Execution{ExecutionId: "x1", SharedRunId: "r1", Epoch: 1}); err != nil {
+				t.Fatal(err)
+			}
+			holding := make(chan struct{}, 1)
+			defer ledger.SetHoldHook(func() {
+				select {
+				case holding <- struct{}{}:
+				default:
+				}
+			})()
+			g := workgroup.New()
+			c := ledger.NewCommitter(st, ledger.CommitterConfig{Shards: 1, StartHold: tc.hold})
+			c.Start(g)
+			done := make(chan error, 2)
+			submit := func(sc store.StepCommit) {
+				if !c.Submit(ledger.Request{Run: "r1", Commit: sc, Done: func(err error) { done <- err }}) {
+					t.Fatal("submit refused")
+				}
+			}
+			submit(stepRecord(messages.StepRunning, messages.KindStepStarted))
+			want := 1
+			if tc.ended {
+				select {
+				case <-holding: // the start is held: its end comes after, as a fast step's does
+				case <-ctx.Done():
+					t.Fatal("the start was not held")
+				}
+				submit(stepRecord(messages.StepSucceeded, messages.KindStepSucceeded))
+				want = 2
+			}
+			for range want {
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Fatal(err)
+					}
+				case <-ctx.Done():
+					t.Fatal("commit not answered")
+				}
+			}
+			if err := g.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := st.calls.Load(); n != 1 {
+				t.Fatalf("%d CommitSteps calls, want 1", n)
+			}
+			if n := st.commits.Load(); n != 1 {
+				t.Fatalf("%d commits written, want 1 (the start folded into its end)", n)
+			}
+			entries, err := st.ReadLedger(ctx, "r1", 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(entries) != want || entries[0].Kind != messages.KindStepStarted {
+				t.Fatalf("ledger = %v", entries)
+			}
+		})
+	}
+}

@@ -193,3 +193,16 @@ func TestStore_Open_buildsTheLiveRunsIndex(t *testing.T) {
 		t.Fatalf("queued runs after the rebuild: %v", got)
 	}
 }
+
+// BenchmarkExecutionLifecycle measures a run's start and end writes (fsync on), in separate
+// calls and in ExecutionLifecycle's two, one at a time and from parallel workers.
+func BenchmarkExecutionLifecycle(b *testing.B) {
+	for _, mode := range []struct {
+		name             string
+		separate, serial bool
+	}{{"separate/serial", true, true}, {"lifecycle/serial", false, true}, {"separate/parallel", true, false}, {"lifecycle/parallel", false, false}} {
+		b.Run(mode.name, func(b *testing.B) {
+			storetest.BenchLifecycle(b, open(b, filepath.Join(b.TempDir(), "dair.db"), nil, false), mode.separate, mode.serial)
+		})
+	}
+}

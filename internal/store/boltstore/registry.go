@@ -177,18 +177,21 @@ func (s *Store) RefreshReservations(ctx context.Context, instanceID string, runI
 // ReleaseReservation drops the hold of runID on instanceID, and the tenant hold that follows
 // it (see ReserveForTenant).
 func (s *Store) ReleaseReservation(ctx context.Context, instanceID, runID string) error {
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		if th := tenantHold(tx, instanceID, runID); th != nil {
-			if err := tx.Bucket(bReservations).Delete(th); err != nil {
-				return err
-			}
-			if err := tx.Bucket(bHoldOf).Delete([]byte(runID)); err != nil {
-				return err
-			}
-		}
-		return tx.Bucket(bReservations).Delete(key(instanceID, runID))
-	})
+	err := s.update(ctx, func(tx *bolt.Tx) error { return releaseHold(tx, instanceID, runID) })
 	return wrap("release reservation", instanceID+"/"+runID, err)
+}
+
+// releaseHold drops the hold of runID on instanceID and the tenant hold that follows it.
+func releaseHold(tx *bolt.Tx, instanceID, runID string) error {
+	if th := tenantHold(tx, instanceID, runID); th != nil {
+		if err := tx.Bucket(bReservations).Delete(th); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bHoldOf).Delete([]byte(runID)); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket(bReservations).Delete(key(instanceID, runID))
 }
 
 // ReservationExpiry returns when runID's live hold on instanceID lapses (zero: none).

@@ -122,3 +122,16 @@ func benchCommitBatch(b *testing.B, mk func(execID string, step int64) store.Ste
 
 // runtimeProcs is GOMAXPROCS, the unit of b.SetParallelism.
 func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
+
+// BenchmarkExecutionLifecycle measures a run's start and end writes, in separate calls and
+// in ExecutionLifecycle's two, one at a time and from parallel workers.
+func BenchmarkExecutionLifecycle(b *testing.B) {
+	for _, mode := range []struct {
+		name             string
+		separate, serial bool
+	}{{"separate/serial", true, true}, {"lifecycle/serial", false, true}, {"separate/parallel", true, false}, {"lifecycle/parallel", false, false}} {
+		b.Run(mode.name, func(b *testing.B) {
+			storetest.BenchLifecycle(b, openTest(b, sharedRedis(b), nil), mode.separate, mode.serial)
+		})
+	}
+}

@@ -409,5 +409,6 @@ var allScripts = []*redis.Script{
 	scriptCAS, scriptCASAppend, scriptCreateRun, scriptCreateVersioned, scriptEnqueue, scriptClaim, scriptClaimTenants, scriptBacklog, scriptAck,
 	scriptRelease, scriptReleaseOwner, scriptPutInstance, scriptGCInstances, scriptReserve, scriptCreateExecution,
 	scriptAcquireExecution, scriptFenceExecution, scriptFenceIfRunAt, scriptUpdateExecution, scriptCommit, scriptAppend,
-	scriptAcquireLease, scriptReleaseLease, scriptClaimRuns, scriptAssign, scriptListInstances,
+	scriptAcquireLease, scriptReleaseLease, scriptClaimRuns, scriptAssign, scriptListInstances, scriptStartExecution,
+	scriptFinishExecution,
 }

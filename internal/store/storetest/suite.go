@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Assign", assignTests},
 		{"Recovery", recoveryTests},
 		{"Executions", executionTests},
+		{"ExecutionLifecycle", execLifecycleTests},
 		{"Ledger", ledgerTests},
 		{"Tenants", tenantTests},
 		{"ScaleOuts", scaleOutTests},

@@ -1,0 +1,139 @@
+package boltstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/messages"
+)
+
+var _ store.ExecutionLifecycle = (*Store)(nil)
+
+// StartExecution creates the execution and marks its run running in one write transaction.
+// See store.ExecutionLifecycle.
+func (s *Store) StartExecution(ctx context.Context, st store.ExecutionStart) (store.StartResult, error) {
+	x := st.Execution
+	id, runID := x.GetExecutionId(), x.GetSharedRunId()
+	if id == "" || runID == "" || st.Entry == nil {
+		return store.StartResult{}, errors.New("boltstore: start execution: empty execution or run id, or no entry")
+	}
+	var res store.StartResult
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		res = store.StartResult{}
+		r := &messages.SharedRun{}
+		if err := getFound(tx, bRuns, []byte(runID), r); err != nil {
+			return err
+		}
+		old := &messages.Execution{}
+		existed, err := get(tx, bExecutions, []byte(id), old)
+		if err != nil {
+			return err
+		}
+		if existed && old.GetEpoch() != x.GetEpoch() {
+			return fmt.Errorf("epoch %d (current %d): %w", x.GetEpoch(), old.GetEpoch(), store.ErrStaleEpoch)
+		}
+		mark, err := store.StartCheck(r, id, x.GetRuntimeInstanceId(), x.GetLocalRunId())
+		if err != nil {
+			return err
+		}
+		now := s.nowNanos()
+		if !existed {
+			nx := proto.Clone(x).(*messages.Execution)
+			nx.CreatedAt, nx.UpdatedAt = cmp.Or(nx.CreatedAt, now), cmp.Or(nx.UpdatedAt, now)
+			if err := putExecution(tx, nil, nx); err != nil {
+				return err
+			}
+			res.Created = true
+		}
+		if !mark {
+			return nil
+		}
+		store.MarkStarted(r, id, x.GetRuntimeInstanceId(), x.GetLocalRunId())
+		entry, err := writeRun(tx, now, r, st.Entry, nil)
+		res.Entry = entry
+		return err
+	})
+	if err != nil {
+		return store.StartResult{}, wrap("start execution", id, err)
+	}
+	return res, nil
+}
+
+// FinishExecution ends the execution, its run and the run's hold in one write transaction.
+// See store.ExecutionLifecycle.
+func (s *Store) FinishExecution(ctx context.Context, f store.ExecutionFinish) (store.FinishResult, error) {
+	if f.ExecutionID == "" || f.RunID == "" || f.Entry == nil || !messages.IsTerminalRun(f.Status) {
+		return store.FinishResult{}, fmt.Errorf("boltstore: finish execution %s: empty execution or run id, no entry or status %q not final",
+			f.ExecutionID, f.Status)
+	}
+	var res store.FinishResult
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		res = store.FinishResult{}
+		old, err := loadExecution(tx, "finish execution", f.ExecutionID)
+		if err != nil {
+			return err
+		}
+		if old.GetEpoch() != f.Epoch {
+			return fmt.Errorf("epoch %d (current %d): %w", f.Epoch, old.GetEpoch(), store.ErrStaleEpoch)
+		}
+		r := &messages.SharedRun{}
+		if err := getFound(tx, bRuns, []byte(f.RunID), r); err != nil {
+			return err
+		}
+		now := s.nowNanos()
+		x := proto.Clone(old).(*messages.Execution)
+		x.Status, x.Output, x.FailureReason, x.UpdatedAt = f.Status, f.Output, f.FailureReason, now
+		if err := putExecution(tx, old, x); err != nil {
+			return err
+		}
+		if !messages.IsTerminalRun(r.Status) && (r.ExecutionId == "" || r.ExecutionId == f.ExecutionID) {
+			r.Status, r.Output, r.FailureReason = f.Status, f.Output, f.FailureReason
+			if res.Entry, err = writeRun(tx, now, r, f.Entry, f.Usage); err != nil {
+				return err
+			}
+			res.Changed = true
+		}
+		if f.InstanceID == "" {
+			return nil
+		}
+		return releaseHold(tx, f.InstanceID, f.RunID)
+	})
+	if err != nil {
+		return store.FinishResult{}, wrap("finish execution", f.ExecutionID, err)
+	}
+	return res, nil
+}
+
+// writeRun stores r (changed by the caller from its stored record, with the same creation
+// time) with UpdatedAt now, keeps the live-runs index and the run's version, appends a copy of
+// entry and stores usage (when not nil). It returns the appended copy.
+func writeRun(tx *bolt.Tx, now int64, r *messages.SharedRun, entry *messages.LedgerEntry, usage *messages.UsageEvent) (*messages.LedgerEntry, error) {
+	id := r.SharedRunId
+	r.UpdatedAt = now
+	if err := put(tx, bRuns, []byte(id), r); err != nil {
+		return nil, err
+	}
+	if err := indexLive(tx, createdKey(r), r); err != nil {
+		return nil, err
+	}
+	if err := bumpRunVersion(tx, id); err != nil {
+		return nil, err
+	}
+	appended := proto.Clone(entry).(*messages.LedgerEntry)
+	appended.SharedRunId = id
+	if err := appendEntry(tx, now, appended); err != nil {
+		return nil, err
+	}
+	if usage != nil {
+		if err := putUsage(tx, now, usage); err != nil {
+			return nil, err
+		}
+	}
+	return appended, nil
+}
