@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -204,7 +205,15 @@ func (rt *agentRuntime) check(env *messages.MessageEnvelope, tenant string) (*ag
 
 // messageID returns a new envelope id, unique across processes (the worker id) and cheap.
 func (rt *agentRuntime) messageID() string {
-	return "msg-" + rt.selfID + "-" + strconv.FormatUint(rt.msgs.Add(1), 36)
+	var n [13]byte // a uint64 in base 36
+	num := strconv.AppendUint(n[:0], rt.msgs.Add(1), 36)
+	var b strings.Builder // one allocation
+	b.Grow(len("msg-") + len(rt.selfID) + 1 + len(num))
+	b.WriteString("msg-")
+	b.WriteString(rt.selfID)
+	b.WriteByte('-')
+	b.Write(num)
+	return b.String()
 }
 
 // setCatalogLocked publishes cat with its registration (catMu held, or before start).
