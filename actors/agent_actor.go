@@ -30,6 +30,11 @@ func (a *agentActor) Receive(c actor.Context) {
 	case *agentDeliver:
 		a.processed++
 		a.handle(c, m)
+	case *agentDeliveries:
+		for _, d := range m.ds {
+			a.processed++
+			a.handle(c, d)
+		}
 	case agentPassivate:
 		c.Send(c.Parent(), &agentPassivated{key: a.key, processed: a.processed, state: a.agent.state})
 	case agentDrainMarker:
@@ -52,6 +57,8 @@ func (a *agentActor) handle(c actor.Context, d *agentDeliver) {
 	switch {
 	case d.done != nil:
 		d.done <- o
+	case d.batch != nil:
+		d.batch.set(d.idx, o)
 	case d.router != nil:
 		c.Send(c.Parent(), &agentResult{router: d.router, routerKey: d.routerKey, session: d.session, outcome: o})
 	case o.Status != messages.DeliveryOutcome_DELIVERED:

@@ -262,6 +262,7 @@ func (rt *agentRuntime) stop(ctx context.Context) {
 	}
 	close(rt.stopped)
 	rt.deadlines.stop()
+	rt.failBatches()
 	// The handlers get a second to return after their contexts are cancelled, whether or not
 	// the drain used up ctx (the node's own stop bounds the whole stop the same way).
 	lifeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)

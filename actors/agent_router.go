@@ -40,9 +40,12 @@ type agentRouter struct {
 	sent map[string]*[2]uint64
 }
 
-// routerCall is what a session answers: a send's caller or a publish.
+// routerCall is what a session answers: a send's caller, a delivery of a batch (batch, idx)
+// or a publish.
 type routerCall struct {
 	send    chan<- *messages.DeliveryOutcome
+	batch   *agentBatch
+	idx     int
 	publish *routerPublish
 }
 
@@ -74,6 +77,8 @@ func (r *agentRouter) Receive(c actor.Context) {
 		r.start(c)
 	case *agentRouteSend:
 		r.routeSend(c, m)
+	case *agentRouteBatch:
+		r.routeBatch(c, m)
 	case agentFlush:
 		r.flush(c)
 	case *messages.AgentSendResponse:
@@ -179,23 +184,54 @@ func (r *agentRouter) routeSend(c actor.Context, m *agentRouteSend) {
 	switch {
 	case route.Worker == nil:
 		m.done <- agents.Undeliverable(route.Reason, "")
-		return
 	case route.Worker.Self: // the table changed since the caller looked
 		c.Send(r.worker, &agentLocalSend{env: m.env, tenant: m.tenant, done: m.done})
-		return
+	default:
+		r.enqueue(c, route.Worker, m.env, routerCall{send: m.done}, time.Now())
 	}
-	id := r.sessions.Open(route.Worker.ID, routerCall{send: m.done}, time.Now(), time.Unix(0, m.env.Deadline), r.rt.cfg.RPCTimeout)
-	b := r.batches[route.Worker.ID]
+}
+
+// routeBatch routes the deliveries of a batch: one session each, in the batches of their
+// workers (in order: the deliveries of one agent keep theirs); those that now route to this
+// node go to the worker in one message.
+func (r *agentRouter) routeBatch(c actor.Context, m *agentRouteBatch) {
+	var local []*agentDeliver
+	now := time.Now()
+	for _, it := range m.items {
+		if r.stopping {
+			m.batch.set(it.idx, agents.Undeliverable(agents.Reason(agents.ReasonStopping, "node %s is stopping", r.rt.nodeID), ""))
+			continue
+		}
+		route := r.table.Route(it.tenant, it.env.Recipient)
+		switch {
+		case route.Worker == nil:
+			m.batch.set(it.idx, agents.Undeliverable(route.Reason, ""))
+		case route.Worker.Self:
+			local = append(local, &agentDeliver{env: it.env, tenant: it.tenant, batch: m.batch, idx: it.idx})
+		default:
+			r.enqueue(c, route.Worker, it.env, routerCall{batch: m.batch, idx: it.idx}, now)
+		}
+	}
+	if len(local) > 0 {
+		c.Send(r.worker, &agentDeliveries{ds: local})
+	}
+}
+
+// enqueue opens a session for env to worker w and adds it to w's batch, sending the batch when
+// it is full and making sure a flush follows the mailbox run while w's window is open.
+func (r *agentRouter) enqueue(c actor.Context, w *agents.WorkerRoute, env *messages.MessageEnvelope, call routerCall, now time.Time) {
+	id := r.sessions.Open(w.ID, call, now, time.Unix(0, env.Deadline), r.rt.cfg.RPCTimeout)
+	b := r.batches[w.ID]
 	if b == nil {
 		b = &messages.AgentSendRequest{RouterId: r.rt.selfID}
-		r.batches[route.Worker.ID] = b
+		r.batches[w.ID] = b
 	}
-	b.Deliveries = append(b.Deliveries, &messages.AgentDelivery{Session: id, Envelope: m.env})
+	b.Deliveries = append(b.Deliveries, &messages.AgentDelivery{Session: id, Envelope: env})
 	if len(b.Deliveries) >= r.rt.cfg.MaxBatch {
-		r.sendBatch(c, route.Worker.ID, b, route.Worker)
+		r.sendBatch(c, w.ID, b, w)
 		return
 	}
-	if !r.flushing && r.unacked[route.Worker.ID] < sendWindow {
+	if !r.flushing && r.unacked[w.ID] < sendWindow {
 		r.flushing = true
 		c.Send(c.Self(), agentFlush{})
 	}
@@ -313,8 +349,12 @@ func (r *agentRouter) answer(s agents.Resolution[routerCall]) {
 	if s.Outcome.WorkerId == "" {
 		s.Outcome.WorkerId = s.Worker
 	}
-	if s.Value.send != nil {
+	switch {
+	case s.Value.send != nil:
 		s.Value.send <- s.Outcome
+		return
+	case s.Value.batch != nil:
+		s.Value.batch.set(s.Value.idx, s.Outcome)
 		return
 	}
 	p := s.Value.publish

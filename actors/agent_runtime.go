@@ -62,6 +62,10 @@ type agentRuntime struct {
 	catalog atomic.Pointer[agentCatalog]
 	catMu   sync.Mutex
 
+	// batchMu guards batches: the SendAgentBatch calls waiting, failed at stop.
+	batchMu sync.Mutex
+	batches map[*agentBatch]struct{}
+
 	accepting atomic.Bool  // new sends and publishes are taken
 	inflight  atomic.Int64 // facade calls in progress
 	stopped   chan struct{}

@@ -46,8 +46,9 @@ type workerReplies struct {
 
 // Messages between the worker and its agents.
 type (
-	// agentDeliver is one delivery to an agent. Exactly one of done (local send), router
-	// (remote send, with its session) or neither (publish) says where the outcome goes.
+	// agentDeliver is one delivery to an agent. Exactly one of done (local send), batch (local
+	// batch send), router (remote send, with its session) or none (publish) says where the
+	// outcome goes.
 	agentDeliver struct {
 		env       *messages.MessageEnvelope
 		tenant    string
@@ -56,6 +57,9 @@ type (
 		router    *actor.PID
 		routerKey string
 		session   uint64
+		// batch, when set, takes the outcome at index idx (SendAgentBatch).
+		batch *agentBatch
+		idx   int
 	}
 	// agentResult carries a remote send's outcome from an agent to the worker.
 	agentResult struct {
@@ -92,6 +96,10 @@ func (w *agentWorker) Receive(c actor.Context) {
 			d = &agentDeliver{env: m.env, tenant: m.tenant, done: m.done}
 		}
 		w.deliver(c, d)
+	case *agentDeliveries:
+		for _, d := range m.ds {
+			w.deliver(c, d)
+		}
 	case *messages.AgentSendRequest:
 		router := c.Sender()
 		if router == nil {
@@ -182,6 +190,8 @@ func (w *agentWorker) finish(c actor.Context, d *agentDeliver, o *messages.Deliv
 	switch {
 	case d.done != nil:
 		d.done <- o
+	case d.batch != nil:
+		d.batch.set(d.idx, o)
 	case d.router != nil:
 		w.reply(c, &agentResult{router: d.router, routerKey: d.routerKey, session: d.session, outcome: o})
 	}
