@@ -187,11 +187,7 @@ func (n *Node) SendAgentBatch(ctx context.Context, envs []*messages.MessageEnvel
 	if n.agents == nil {
 		return nil, ErrAgentsStopped
 	}
-	for _, env := range envs {
-		if env.Id == "" {
-			env.Id = n.agents.messageID()
-		}
-	}
+	n.agents.assignIDs(envs)
 	return n.agents.sendBatch(ctx, envs)
 }
 

@@ -31,9 +31,9 @@ func (a *agentActor) Receive(c actor.Context) {
 		a.processed++
 		a.handle(c, m)
 	case *agentDeliveries:
-		for _, d := range m.ds {
+		for i := range m.ds {
 			a.processed++
-			a.handle(c, d)
+			a.handle(c, &m.ds[i])
 		}
 	case agentPassivate:
 		c.Send(c.Parent(), &agentPassivated{key: a.key, processed: a.processed, state: a.agent.state})
@@ -59,8 +59,13 @@ func (a *agentActor) handle(c actor.Context, d *agentDeliver) {
 		d.done <- o
 	case d.batch != nil:
 		d.batch.set(d.idx, o)
+	case d.router != nil && d.direct:
+		o.WorkerId = "" // the response names the worker once; the router fills it in
+		c.Send(d.router, &messages.AgentSendResponse{WorkerId: a.rt.selfID,
+			Results: []*messages.AgentDeliveryResult{{Session: d.session, Outcome: o}}})
 	case d.router != nil:
-		c.Send(c.Parent(), &agentResult{router: d.router, routerKey: d.routerKey, session: d.session, outcome: o})
+		d.outcome = o
+		c.Send(c.Parent(), (*agentResult)(d))
 	case o.Status != messages.DeliveryOutcome_DELIVERED:
 		a.rt.log.Debug("published message not handled: " + o.Reason)
 	}

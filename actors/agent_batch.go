@@ -43,14 +43,57 @@ func (b *agentBatch) set(i int, o *messages.DeliveryOutcome) bool {
 	return true
 }
 
-// agentBatchGroup is the deliveries of a batch to one agent of this node, in batch order.
+// agentBatchGroup is the deliveries of a batch to one agent of this node: n of them, the
+// first at index first of the batch, each linked to the next by agentLocalPlan.next.
 type agentBatchGroup struct {
-	key agents.Key
-	ds  []*agentDeliver
+	key         agents.Key
+	first, last int
+	n           int
+}
+
+// agentLocalPlan is the deliveries of a batch to this node's agents, grouped by agent.
+type agentLocalPlan struct {
+	size   int            // the batch's
+	ds     []agentDeliver // by batch index; only the local ones are set
+	next   []int32        // by batch index: the next delivery of the same agent, or -1
+	groups []agentBatchGroup
+	index  map[agents.Key]int // key -> index in groups
+}
+
+// add records delivery d (batch index i) to the agent of key.
+func (p *agentLocalPlan) add(key agents.Key, i int, d agentDeliver) {
+	if p.index == nil {
+		n := p.size
+		p.ds, p.next, p.index = make([]agentDeliver, n), make([]int32, n), make(map[agents.Key]int, n)
+	}
+	p.ds[i], p.next[i] = d, -1
+	g, ok := p.index[key]
+	if !ok {
+		p.index[key] = len(p.groups)
+		p.groups = append(p.groups, agentBatchGroup{key: key, first: i, last: i, n: 1})
+		return
+	}
+	grp := &p.groups[g]
+	p.next[grp.last] = int32(i)
+	grp.last = i
+	grp.n++
+}
+
+// deliveries returns the deliveries of group g in batch order: a view of ds for one delivery,
+// a copy for more.
+func (p *agentLocalPlan) deliveries(g *agentBatchGroup) []agentDeliver {
+	if g.n == 1 {
+		return p.ds[g.first : g.first+1]
+	}
+	out := make([]agentDeliver, 0, g.n)
+	for i := g.first; i >= 0; i = int(p.next[i]) {
+		out = append(out, p.ds[i])
+	}
+	return out
 }
 
 // agentDeliveries carries deliveries to one agent (past the worker), or to the worker, in order.
-type agentDeliveries struct{ ds []*agentDeliver }
+type agentDeliveries struct{ ds []agentDeliver }
 
 // agentRouteBatch asks this node's router to deliver the items of a batch under sessions.
 type agentRouteBatch struct {
@@ -85,11 +128,11 @@ func (rt *agentRuntime) sendBatch(ctx context.Context, envs []*messages.MessageE
 	}
 	deadlines := make([]time.Time, len(envs))
 	table := rt.table.Load()
-	var local map[agents.Key]int // key -> index in groups
-	var groups []agentBatchGroup
+	local := agentLocalPlan{size: len(envs)}
 	var remote *agentRouteBatch
+	def := time.Now().Add(rt.cfg.RPCTimeout) // for the envelopes without a deadline
 	for i, env := range envs {
-		deadlines[i] = rt.deadline(ctx, env)
+		deadlines[i] = deadlineOf(ctx, env, def)
 		tenant := env.GetSnapshot().GetTenantId()
 		route := table.Route(tenant, env.Recipient)
 		if route.Worker != nil {
@@ -109,17 +152,7 @@ func (rt *agentRuntime) sendBatch(ctx context.Context, envs []*messages.MessageE
 				b.set(i, refused)
 				continue
 			}
-			if local == nil {
-				local = map[agents.Key]int{}
-			}
-			key := agents.KeyOf(tenant, env.Recipient)
-			g, ok := local[key]
-			if !ok {
-				g = len(groups)
-				local[key] = g
-				groups = append(groups, agentBatchGroup{key: key})
-			}
-			groups[g].ds = append(groups[g].ds, &agentDeliver{env: env, tenant: tenant, spec: spec, batch: b, idx: i})
+			local.add(agents.KeyOf(tenant, env.Recipient), i, agentDeliver{env: env, tenant: tenant, spec: spec, batch: b, idx: i})
 		}
 	}
 	if remote != nil {
@@ -127,22 +160,20 @@ func (rt *agentRuntime) sendBatch(ctx context.Context, envs []*messages.MessageE
 	}
 	rt.trackBatch(b, true)
 	defer rt.trackBatch(b, false)
-	rt.deliverLocal(groups)
+	rt.deliverLocal(&local)
 	return rt.awaitBatch(ctx, envs, b, deadlines)
 }
 
-// deliverLocal sends each group to its active agent, or with the other groups to the worker.
-func (rt *agentRuntime) deliverLocal(groups []agentBatchGroup) {
-	var viaWorker []*agentDeliver
-	for _, g := range groups {
-		if slot := rt.slots.get(g.key); slot != nil && slot.acquireN(uint64(len(g.ds))) {
-			rt.system.Root.Send(slot.pid, &agentDeliveries{ds: g.ds})
-			continue
+// deliverLocal sends each group of p to its active agent, or to the worker.
+func (rt *agentRuntime) deliverLocal(p *agentLocalPlan) {
+	for i := range p.groups {
+		g := &p.groups[i]
+		m := &agentDeliveries{ds: p.deliveries(g)}
+		if slot := rt.slots.get(g.key); slot != nil && slot.acquireN(uint64(g.n)) {
+			rt.system.Root.Send(slot.pid, m)
+		} else {
+			rt.system.Root.Send(rt.worker, m)
 		}
-		viaWorker = append(viaWorker, g.ds...)
-	}
-	if len(viaWorker) > 0 {
-		rt.system.Root.Send(rt.worker, &agentDeliveries{ds: viaWorker})
 	}
 }
 

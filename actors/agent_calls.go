@@ -97,11 +97,18 @@ func (rt *agentRuntime) send(ctx context.Context, env *messages.MessageEnvelope)
 // deadline returns when the caller of env stops waiting: env's deadline, else the RPC timeout
 // from now, bounded by ctx's; env.Deadline is set to it.
 func (rt *agentRuntime) deadline(ctx context.Context, env *messages.MessageEnvelope) time.Time {
-	var deadline time.Time
+	var def time.Time
+	if env.Deadline == 0 {
+		def = time.Now().Add(rt.cfg.RPCTimeout)
+	}
+	return deadlineOf(ctx, env, def)
+}
+
+// deadlineOf is deadline with def as the deadline of an envelope without one.
+func deadlineOf(ctx context.Context, env *messages.MessageEnvelope, def time.Time) time.Time {
+	deadline := def
 	if env.Deadline != 0 {
 		deadline = time.Unix(0, env.Deadline)
-	} else {
-		deadline = time.Now().Add(rt.cfg.RPCTimeout)
 	}
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline = dl

@@ -195,7 +195,7 @@ func (r *agentRouter) routeSend(c actor.Context, m *agentRouteSend) {
 // workers (in order: the deliveries of one agent keep theirs); those that now route to this
 // node go to the worker in one message.
 func (r *agentRouter) routeBatch(c actor.Context, m *agentRouteBatch) {
-	var local []*agentDeliver
+	var local []agentDeliver
 	now := time.Now()
 	for _, it := range m.items {
 		if r.stopping {
@@ -207,7 +207,7 @@ func (r *agentRouter) routeBatch(c actor.Context, m *agentRouteBatch) {
 		case route.Worker == nil:
 			m.batch.set(it.idx, agents.Undeliverable(route.Reason, ""))
 		case route.Worker.Self:
-			local = append(local, &agentDeliver{env: it.env, tenant: it.tenant, batch: m.batch, idx: it.idx})
+			local = append(local, agentDeliver{env: it.env, tenant: it.tenant, batch: m.batch, idx: it.idx})
 		default:
 			r.enqueue(c, route.Worker, it.env, routerCall{batch: m.batch, idx: it.idx}, now)
 		}

@@ -220,6 +220,37 @@ func (rt *agentRuntime) messageID() string {
 	return b.String()
 }
 
+// assignIDs gives every envelope of envs without an id a new one (as messageID), all cut from
+// one string: one allocation for the batch.
+func (rt *agentRuntime) assignIDs(envs []*messages.MessageEnvelope) {
+	k := 0
+	for _, e := range envs {
+		if e.Id == "" {
+			k++
+		}
+	}
+	if k == 0 {
+		return
+	}
+	first := rt.msgs.Add(uint64(k)) - uint64(k) + 1
+	var n [13]byte
+	var b strings.Builder
+	b.Grow(k * (len("msg-") + len(rt.selfID) + 1 + 4))
+	for i := range uint64(k) {
+		b.WriteString("msg-")
+		b.WriteString(rt.selfID)
+		b.WriteByte('-')
+		b.Write(strconv.AppendUint(n[:0], first+i, 36))
+	}
+	all, at, i := b.String(), 0, first
+	for _, e := range envs {
+		if e.Id == "" {
+			end := at + len("msg-") + len(rt.selfID) + 1 + len(strconv.AppendUint(n[:0], i, 36))
+			e.Id, at, i = all[at:end], end, i+1
+		}
+	}
+}
+
 // setCatalogLocked publishes cat with its registration (catMu held, or before start).
 func (rt *agentRuntime) setCatalogLocked(cat *agentCatalog) {
 	reg := &messages.AgentWorkerRegistration{WorkerId: rt.selfID, NodeId: rt.nodeID, Address: rt.system.Address(),

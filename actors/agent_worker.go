@@ -60,14 +60,16 @@ type (
 		// batch, when set, takes the outcome at index idx (SendAgentBatch).
 		batch *agentBatch
 		idx   int
+		// direct makes the agent answer the router itself (a request of one delivery: no
+		// other outcome to gather, and one hop less); otherwise it answers the worker.
+		direct bool
+		// outcome is set by the agent, or the worker refusing the delivery, before it is sent
+		// back as an agentResult.
+		outcome *messages.DeliveryOutcome
 	}
-	// agentResult carries a remote send's outcome from an agent to the worker.
-	agentResult struct {
-		router    *actor.PID
-		routerKey string
-		session   uint64
-		outcome   *messages.DeliveryOutcome
-	}
+	// agentResult is a remote send's delivery answered (its outcome set), on its way from the
+	// agent to the worker: the same record, no new allocation.
+	agentResult     agentDeliver
 	agentPassivate  struct{}
 	agentPassivated struct {
 		key       agents.Key
@@ -97,8 +99,8 @@ func (w *agentWorker) Receive(c actor.Context) {
 		}
 		w.deliver(c, d)
 	case *agentDeliveries:
-		for _, d := range m.ds {
-			w.deliver(c, d)
+		for i := range m.ds {
+			w.deliver(c, &m.ds[i])
 		}
 	case *messages.AgentSendRequest:
 		router := c.Sender()
@@ -106,9 +108,11 @@ func (w *agentWorker) Receive(c actor.Context) {
 			w.rt.log.Warn("agent send request without sender dropped", zap.String("router", m.RouterId))
 			return
 		}
-		for _, d := range m.Deliveries {
-			ad := &agentDeliver{env: d.Envelope, tenant: d.Envelope.GetSnapshot().GetTenantId(), router: router,
-				routerKey: m.RouterId, session: d.Session}
+		ds := make([]agentDeliver, len(m.Deliveries)) // one allocation per request
+		for i, d := range m.Deliveries {
+			ad := &ds[i]
+			*ad = agentDeliver{env: d.Envelope, tenant: d.Envelope.GetSnapshot().GetTenantId(), router: router,
+				routerKey: m.RouterId, session: d.Session, direct: len(m.Deliveries) == 1}
 			if err := agents.ValidateAgentID(d.Envelope.GetRecipient()); err != nil {
 				w.finish(c, ad, agents.Undeliverable(agents.Reason(agents.ReasonNoLiveOwner, "%v", err), w.rt.selfID))
 				continue
@@ -193,7 +197,8 @@ func (w *agentWorker) finish(c actor.Context, d *agentDeliver, o *messages.Deliv
 	case d.batch != nil:
 		d.batch.set(d.idx, o)
 	case d.router != nil:
-		w.reply(c, &agentResult{router: d.router, routerKey: d.routerKey, session: d.session, outcome: o})
+		d.outcome = o
+		w.reply(c, (*agentResult)(d))
 	}
 }
 
