@@ -79,6 +79,8 @@ func (r *agentRouter) Receive(c actor.Context) {
 		r.routeSend(c, m)
 	case *agentRouteBatch:
 		r.routeBatch(c, m)
+	case *agentOpenSession:
+		r.openSession(m)
 	case agentFlush:
 		r.flush(c)
 	case *messages.AgentSendResponse:

@@ -62,6 +62,12 @@ type agentRuntime struct {
 	catalog atomic.Pointer[agentCatalog]
 	catMu   sync.Mutex
 
+	// directBusy is set while a direct remote send is in flight (agent_direct.go); directIDs
+	// numbers their sessions; lastWorker caches the PID of the last worker sent to.
+	directBusy atomic.Bool
+	directIDs  atomic.Uint64
+	lastWorker atomic.Pointer[agentWorkerPID]
+
 	// batchMu guards batches: the SendAgentBatch calls waiting, failed at stop.
 	batchMu sync.Mutex
 	batches map[*agentBatch]struct{}
