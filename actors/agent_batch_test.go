@@ -328,3 +328,27 @@ func sendBatchesByWorker(t *testing.T, p *agentPeer) map[string]uint64 {
 	}
 	return out
 }
+
+// TestAgentCluster_SendBatch_slowAgentDoesNotHoldOthers: the worker holds the outcomes of
+// requests of several deliveries while more are being handled, but a held agent must not hold
+// the others' outcomes until its deadline.
+func TestAgentCluster_SendBatch_slowAgentDoesNotHoldOthers(t *testing.T) {
+	c := startPeerCluster(t, peerConfig{ID: "n1"}, peerConfig{ID: "n2", Types: []string{"echo"}, TestTypes: []string{"hang"}})
+	n1 := c.peers[0]
+	slow := n1.start(peerRequest{Op: "sendbatch", Batch: []peerRequest{
+		{Type: "hang", Key: "k", Tenant: "acme", TimeoutMS: 3000},
+		{Type: "echo", Key: "a", Tenant: "acme", Payload: `1`, TimeoutMS: 10_000},
+	}})
+	start := time.Now()
+	r := must(t, n1.call(peerRequest{Op: "sendbatch", Batch: []peerRequest{
+		{Type: "echo", Key: "b", Tenant: "acme", Payload: `2`, TimeoutMS: 10_000},
+		{Type: "echo", Key: "c", Tenant: "acme", Payload: `3`, TimeoutMS: 10_000},
+	}}))
+	if d := time.Since(start); d > time.Second || r.Outcomes[0].Response != "2" || r.Outcomes[1].Response != "3" {
+		t.Fatalf("a batch beside a held agent: %+v %+v after %v", r.Outcomes[0], r.Outcomes[1], d)
+	}
+	r = must(t, n1.await(slow))
+	if r.Outcomes[0].Status != "timeout" || r.Outcomes[1].Response != "1" {
+		t.Fatalf("the batch with the held agent: %+v %+v", r.Outcomes[0], r.Outcomes[1])
+	}
+}

@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"time"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
@@ -23,6 +25,10 @@ type agentWorker struct {
 	gen      uint64             // sweep generation
 	replies  map[string]*workerReplies
 	flushing bool
+	// awaiting counts the deliveries of requests of several deliveries forwarded and not
+	// answered yet; held is set while a delayed flush is armed (replyHold).
+	awaiting int
+	held     bool
 	// drainReply answers an agentDrain once every agent in draining acknowledged its marker.
 	drainReply *actor.PID
 	draining   map[agents.Key]bool
@@ -76,9 +82,10 @@ type (
 		processed uint64 // deliveries the agent handled
 		state     any
 	}
-	agentDrainMarker struct{}
-	agentDrainAck    struct{ key agents.Key }
-	agentWorkerFlush struct{}
+	agentDrainMarker     struct{}
+	agentDrainAck        struct{ key agents.Key }
+	agentWorkerFlush     struct{}
+	agentWorkerHeldFlush struct{}
 )
 
 // agentIdleSweeps is how many sweeps (each IdleTimeout/2 apart) an agent must go without a
@@ -109,6 +116,9 @@ func (w *agentWorker) Receive(c actor.Context) {
 			return
 		}
 		ds := make([]agentDeliver, len(m.Deliveries)) // one allocation per request
+		if len(m.Deliveries) > 1 {
+			w.awaiting += len(m.Deliveries) // each is answered through reply, refused or handled
+		}
 		for i, d := range m.Deliveries {
 			ad := &ds[i]
 			*ad = agentDeliver{env: d.Envelope, tenant: d.Envelope.GetSnapshot().GetTenantId(), router: router,
@@ -127,6 +137,14 @@ func (w *agentWorker) Receive(c actor.Context) {
 	case *agentResult:
 		w.reply(c, m)
 	case agentWorkerFlush:
+		w.flushing = false
+		if w.awaiting > 0 && !w.acking() {
+			w.hold(c)
+			return
+		}
+		w.flush(c)
+	case agentWorkerHeldFlush:
+		w.held = false
 		w.flush(c)
 	case *messages.AgentHealthProbe:
 		cat := w.rt.catalog.Load()
@@ -204,6 +222,9 @@ func (w *agentWorker) finish(c actor.Context, d *agentDeliver, o *messages.Deliv
 
 // reply queues an outcome for its router; the queue is flushed after the current mailbox run.
 func (w *agentWorker) reply(c actor.Context, r *agentResult) {
+	if !r.direct && w.awaiting > 0 {
+		w.awaiting--
+	}
 	rb := w.replyQueue(c, r.router, r.routerKey)
 	r.outcome.WorkerId = "" // the response names the worker once; the router fills it in
 	rb.resp.Results = append(rb.resp.Results, &messages.AgentDeliveryResult{Session: r.session, Outcome: r.outcome})
@@ -226,6 +247,37 @@ func (w *agentWorker) replyQueue(c actor.Context, router *actor.PID, routerKey s
 		c.Send(c.Self(), agentWorkerFlush{})
 	}
 	return rb
+}
+
+// replyHold is how long the worker holds the outcomes of requests of several deliveries while
+// more of their deliveries are being handled: their agents answer one by one from their own
+// goroutines, and a response per mailbox run of the worker meant one remote message per two
+// outcomes or so under load. The outcomes go out once every forwarded delivery is answered, with
+// an acknowledgement, when MaxBatch of them are queued, or after replyHold, whichever comes
+// first: a slow agent delays its request's other outcomes by replyHold at most. A lone delivery
+// is answered by its agent straight to the router and never held.
+const replyHold = 500 * time.Microsecond
+
+// acking reports whether a queued response acknowledges requests (it goes out at once: the
+// router's send window waits for it).
+func (w *agentWorker) acking() bool {
+	for _, rb := range w.replies {
+		if rb.resp.Requests > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// hold arms the delayed flush of the queued outcomes, unless one is armed.
+func (w *agentWorker) hold(c actor.Context) {
+	if w.held {
+		return
+	}
+	self := c.Self()
+	if w.held = w.rt.group.After(replyHold, func() { w.rt.system.Root.Send(self, agentWorkerHeldFlush{}) }); !w.held {
+		w.flush(c) // the node is stopping
+	}
 }
 
 // flush sends the queued outcomes: one AgentSendResponse per router.
