@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/dairuntime/dair/actors"
 	"github.com/dairuntime/dair/internal/agents"
 	"github.com/dairuntime/dair/messages"
@@ -350,5 +352,34 @@ func TestAgentCluster_SendBatch_slowAgentDoesNotHoldOthers(t *testing.T) {
 	r = must(t, n1.await(slow))
 	if r.Outcomes[0].Status != "timeout" || r.Outcomes[1].Response != "1" {
 		t.Fatalf("the batch with the held agent: %+v %+v", r.Outcomes[0], r.Outcomes[1])
+	}
+}
+
+// TestAgent_PublishBatch_bothWireForms: a worker takes a publish batch as envelopes naming
+// their recipients (routers that do not know its registration yet, older routers) and as the
+// envelope once with its recipients.
+func TestAgent_PublishBatch_bothWireForms(t *testing.T) {
+	n := agentNode(t, agents.Config{})
+	sys := n.System()
+	worker := actor.NewPID(sys.Address(), "agents-"+n.ID()+"/worker")
+	pub := &messages.MessageEnvelope{Id: "p1", Topic: &messages.TopicId{Type: "t"}, Snapshot: tenant("acme")}
+	forms := []*messages.AgentPublishBatch{
+		{RouterId: "test", Session: 1, Envelopes: []*messages.MessageEnvelope{
+			{Id: "p0", Recipient: aid("counter", "k1"), Topic: pub.Topic, Snapshot: pub.Snapshot},
+			{Id: "p0", Recipient: aid("counter", "k2"), Topic: pub.Topic, Snapshot: pub.Snapshot}}},
+		{RouterId: "test", Session: 2, Envelope: pub, Recipients: []*messages.AgentId{aid("counter", "k1"), aid("counter", "k3"), aid("nobody", "k")}},
+	}
+	for i, b := range forms {
+		res, err := sys.Root.RequestFuture(worker, b, 10*time.Second).Result()
+		ack, ok := res.(*messages.AgentPublishAck)
+		if err != nil || !ok || ack.Session != b.Session || ack.Accepted != 2 {
+			t.Fatalf("form %d: ack %v, %v; want 2 accepted", i, res, err)
+		}
+	}
+	ctx := context.Background()
+	for key, want := range map[string]string{"k1": `{"count":3}`, "k2": `{"count":2}`, "k3": `{"count":2}`} {
+		if o, err := n.SendAgent(ctx, aid("counter", key), nil, tenant("acme"), 0); err != nil || string(o.Response) != want {
+			t.Errorf("counter %s = %v, %v; want %s", key, o, err, want)
+		}
 	}
 }

@@ -323,17 +323,33 @@ func (r *agentRouter) publish(c actor.Context, m *agentPublishCall) {
 		deadline = time.Unix(0, m.env.Deadline)
 	}
 	for _, wid := range plan.Workers {
-		recips := plan.ByWorker[wid]
-		batch := &messages.AgentPublishBatch{RouterId: r.rt.selfID, Envelopes: make([]*messages.MessageEnvelope, len(recips))}
-		for i, id := range recips {
-			e := m.env
-			batch.Envelopes[i] = &messages.MessageEnvelope{Id: e.Id, Sender: e.Sender, Recipient: id, Topic: e.Topic,
-				Payload: e.Payload, ContentType: e.ContentType, Snapshot: e.Snapshot, Deadline: e.Deadline}
-		}
+		batch := r.publishBatch(wid, m.env, plan.ByWorker[wid])
 		batch.Session = r.sessions.Open(wid, routerCall{publish: p}, now, deadline, r.rt.cfg.RPCTimeout)
 		r.count(wid, 1)
 		c.Request(r.pid(r.table.Worker(wid)), batch)
 	}
+}
+
+// publishBatch builds worker wid's batch of env for recips: env once with the recipients for a
+// worker that takes that form, one envelope per recipient otherwise. env and recips are shared,
+// not modified.
+func (r *agentRouter) publishBatch(wid string, env *messages.MessageEnvelope, recips []*messages.AgentId) *messages.AgentPublishBatch {
+	batch := &messages.AgentPublishBatch{RouterId: r.rt.selfID}
+	if w, ok := r.dir.Worker(wid); ok && w.Registration.GetPublishRecipients() {
+		batch.Envelope, batch.Recipients = env, recips
+		return batch
+	}
+	batch.Envelopes = make([]*messages.MessageEnvelope, len(recips))
+	for i, id := range recips {
+		batch.Envelopes[i] = publishedTo(env, id)
+	}
+	return batch
+}
+
+// publishedTo returns the copy of published envelope e for recipient id (fields shared).
+func publishedTo(e *messages.MessageEnvelope, id *messages.AgentId) *messages.MessageEnvelope {
+	return &messages.MessageEnvelope{Id: e.Id, Sender: e.Sender, Recipient: id, Topic: e.Topic,
+		Payload: e.Payload, ContentType: e.ContentType, Snapshot: e.Snapshot, Deadline: e.Deadline}
 }
 
 // count counts one request to worker: kind 0 a send batch, 1 a publish batch.

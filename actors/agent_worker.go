@@ -292,8 +292,18 @@ func (w *agentWorker) flush(c actor.Context) {
 // enqueuePublish forwards a publish batch's deliveries and returns the acknowledgement.
 func (w *agentWorker) enqueuePublish(c actor.Context, b *messages.AgentPublishBatch) *messages.AgentPublishAck {
 	ack := &messages.AgentPublishAck{WorkerId: w.rt.selfID, Session: b.Session}
-	for _, env := range b.Envelopes {
-		d := &agentDeliver{env: env, tenant: env.GetSnapshot().GetTenantId()}
+	envs := b.Envelopes
+	if b.Envelope != nil { // the envelope once, with its recipients
+		envs = make([]*messages.MessageEnvelope, 0, len(envs)+len(b.Recipients))
+		envs = append(envs, b.Envelopes...)
+		for _, id := range b.Recipients {
+			envs = append(envs, publishedTo(b.Envelope, id))
+		}
+	}
+	ds := make([]agentDeliver, len(envs)) // one allocation per batch
+	for i, env := range envs {
+		d := &ds[i]
+		*d = agentDeliver{env: env, tenant: env.GetSnapshot().GetTenantId()}
 		spec, refused := w.rt.check(env, d.tenant)
 		if refused == nil && agents.ValidateAgentID(env.GetRecipient()) != nil {
 			refused = agents.Undeliverable(agents.Reason(agents.ReasonNoLiveOwner, "invalid recipient"), w.rt.selfID)
