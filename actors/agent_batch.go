@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/dairuntime/dair/internal/agents"
 	"github.com/dairuntime/dair/messages"
 )
@@ -174,6 +176,32 @@ func (rt *agentRuntime) deliverLocal(p *agentLocalPlan) {
 		} else {
 			rt.system.Root.Send(rt.worker, m)
 		}
+	}
+}
+
+// routeBatch routes the deliveries of a batch: one session each, in the batches of their
+// workers (in order: the deliveries of one agent keep theirs); those that now route to this
+// node go to the worker in one message.
+func (r *agentRouter) routeBatch(c actor.Context, m *agentRouteBatch) {
+	var local []agentDeliver
+	now := time.Now()
+	for _, it := range m.items {
+		if r.stopping {
+			m.batch.set(it.idx, agents.Undeliverable(agents.Reason(agents.ReasonStopping, "node %s is stopping", r.rt.nodeID), ""))
+			continue
+		}
+		route := r.table.Route(it.tenant, it.env.Recipient)
+		switch {
+		case route.Worker == nil:
+			m.batch.set(it.idx, agents.Undeliverable(route.Reason, ""))
+		case route.Worker.Self:
+			local = append(local, agentDeliver{env: it.env, tenant: it.tenant, batch: m.batch, idx: it.idx})
+		default:
+			r.enqueue(c, route.Worker, it.env, routerCall{batch: m.batch, idx: it.idx}, now)
+		}
+	}
+	if len(local) > 0 {
+		c.Send(r.worker, &agentDeliveries{ds: local})
 	}
 }
 

@@ -193,32 +193,6 @@ func (r *agentRouter) routeSend(c actor.Context, m *agentRouteSend) {
 	}
 }
 
-// routeBatch routes the deliveries of a batch: one session each, in the batches of their
-// workers (in order: the deliveries of one agent keep theirs); those that now route to this
-// node go to the worker in one message.
-func (r *agentRouter) routeBatch(c actor.Context, m *agentRouteBatch) {
-	var local []agentDeliver
-	now := time.Now()
-	for _, it := range m.items {
-		if r.stopping {
-			m.batch.set(it.idx, agents.Undeliverable(agents.Reason(agents.ReasonStopping, "node %s is stopping", r.rt.nodeID), ""))
-			continue
-		}
-		route := r.table.Route(it.tenant, it.env.Recipient)
-		switch {
-		case route.Worker == nil:
-			m.batch.set(it.idx, agents.Undeliverable(route.Reason, ""))
-		case route.Worker.Self:
-			local = append(local, agentDeliver{env: it.env, tenant: it.tenant, batch: m.batch, idx: it.idx})
-		default:
-			r.enqueue(c, route.Worker, it.env, routerCall{batch: m.batch, idx: it.idx}, now)
-		}
-	}
-	if len(local) > 0 {
-		c.Send(r.worker, &agentDeliveries{ds: local})
-	}
-}
-
 // enqueue opens a session for env to worker w and adds it to w's batch, sending the batch when
 // it is full and making sure a flush follows the mailbox run while w's window is open.
 func (r *agentRouter) enqueue(c actor.Context, w *agents.WorkerRoute, env *messages.MessageEnvelope, call routerCall, now time.Time) {

@@ -110,28 +110,7 @@ func (w *agentWorker) Receive(c actor.Context) {
 			w.deliver(c, &m.ds[i])
 		}
 	case *messages.AgentSendRequest:
-		router := c.Sender()
-		if router == nil {
-			w.rt.log.Warn("agent send request without sender dropped", zap.String("router", m.RouterId))
-			return
-		}
-		ds := make([]agentDeliver, len(m.Deliveries)) // one allocation per request
-		if len(m.Deliveries) > 1 {
-			w.awaiting += len(m.Deliveries) // each is answered through reply, refused or handled
-		}
-		for i, d := range m.Deliveries {
-			ad := &ds[i]
-			*ad = agentDeliver{env: d.Envelope, tenant: d.Envelope.GetSnapshot().GetTenantId(), router: router,
-				routerKey: m.RouterId, session: d.Session, direct: len(m.Deliveries) == 1}
-			if err := agents.ValidateAgentID(d.Envelope.GetRecipient()); err != nil {
-				w.finish(c, ad, agents.Undeliverable(agents.Reason(agents.ReasonNoLiveOwner, "%v", err), w.rt.selfID))
-				continue
-			}
-			w.deliver(c, ad)
-		}
-		if len(m.Deliveries) >= ackedBatch {
-			w.replyQueue(c, router, m.RouterId).resp.Requests++ // acknowledged in the next flush
-		}
+		w.request(c, m)
 	case *messages.AgentPublishBatch:
 		c.Respond(w.enqueuePublish(c, m))
 	case *agentResult:
@@ -172,6 +151,33 @@ func (w *agentWorker) Receive(c actor.Context) {
 	case *actor.Restarting, *actor.Stopping:
 		// The agents stop with the worker: callers must go through the next worker instance.
 		w.rt.slots.clear()
+	}
+}
+
+// request forwards the deliveries of a router's send request to their agents, refusing the
+// invalid ones, and queues its acknowledgement.
+func (w *agentWorker) request(c actor.Context, m *messages.AgentSendRequest) {
+	router := c.Sender()
+	if router == nil {
+		w.rt.log.Warn("agent send request without sender dropped", zap.String("router", m.RouterId))
+		return
+	}
+	ds := make([]agentDeliver, len(m.Deliveries)) // one allocation per request
+	if len(m.Deliveries) > 1 {
+		w.awaiting += len(m.Deliveries) // each is answered through reply, refused or handled
+	}
+	for i, d := range m.Deliveries {
+		ad := &ds[i]
+		*ad = agentDeliver{env: d.Envelope, tenant: d.Envelope.GetSnapshot().GetTenantId(), router: router,
+			routerKey: m.RouterId, session: d.Session, direct: len(m.Deliveries) == 1}
+		if err := agents.ValidateAgentID(d.Envelope.GetRecipient()); err != nil {
+			w.finish(c, ad, agents.Undeliverable(agents.Reason(agents.ReasonNoLiveOwner, "%v", err), w.rt.selfID))
+			continue
+		}
+		w.deliver(c, ad)
+	}
+	if len(m.Deliveries) >= ackedBatch {
+		w.replyQueue(c, router, m.RouterId).resp.Requests++ // acknowledged in the next flush
 	}
 }
 
