@@ -89,7 +89,7 @@ func (rt *agentRuntime) send(ctx context.Context, env *messages.MessageEnvelope)
 			rt.system.Root.Send(rt.worker, &agentLocalSend{env: env, tenant: tenant, done: done, deliver: d})
 		}
 	} else {
-		defer rt.sendRemote(env, tenant, done, route.Worker)() // sent now; the direct slot is released on return
+		defer rt.endRemote(rt.sendRemote(env, tenant, done, route.Worker)) // sent now, ended on return
 	}
 	return rt.await(ctx, env, done, deadline, route.Worker.ID)
 }

@@ -13,7 +13,7 @@ import (
 // Direct remote sends. A send to a remote worker normally goes through this node's router,
 // which batches it with the other sends to that worker. At low load there is nothing to batch,
 // and the router's mailbox is one hop more on the round trip: a sender that finds no other
-// direct send in flight sends its request to the worker itself, with the router as the sender
+// remote send in flight sends its request to the worker itself, with the router as the sender
 // the worker answers, after handing the router the session (agentOpenSession). The router's
 // mailbox takes the session before the answer can arrive (it is posted before the request
 // leaves), and resolves it as one it sent: outcome, deadline, eviction, stop.
@@ -33,19 +33,30 @@ type agentWorkerPID struct {
 }
 
 // sendRemote hands env (tenant's, to remote worker w) to the router, or sends it directly when
-// no other direct send is in flight. It returns the release of the direct slot (a no-op for a
-// send through the router), to call once the outcome came or the caller gave up.
+// no send is in flight through the router nor directly (a lone sender: nothing to batch). It
+// reports whether it went direct; the caller calls endRemote with that once the outcome came
+// or it gave up.
 func (rt *agentRuntime) sendRemote(env *messages.MessageEnvelope, tenant string, done chan<- *messages.DeliveryOutcome,
-	w *agents.WorkerRoute) (release func()) {
-	if !rt.directBusy.CompareAndSwap(false, true) {
+	w *agents.WorkerRoute) (direct bool) {
+	if rt.routed.Load() > 0 || !rt.directBusy.CompareAndSwap(false, true) {
+		rt.routed.Add(1)
 		rt.system.Root.Send(rt.router, &agentRouteSend{env: env, tenant: tenant, done: done})
-		return func() {}
+		return false
 	}
 	id := agents.CallerSessions | rt.directIDs.Add(1)
 	rt.system.Root.Send(rt.router, &agentOpenSession{id: id, worker: w.ID, env: env, done: done})
 	req := &messages.AgentSendRequest{RouterId: rt.selfID, Deliveries: []*messages.AgentDelivery{{Session: id, Envelope: env}}}
 	rt.system.Root.RequestWithCustomSender(rt.workerPID(w), req, rt.router)
-	return func() { rt.directBusy.Store(false) }
+	return true
+}
+
+// endRemote ends a send of sendRemote.
+func (rt *agentRuntime) endRemote(direct bool) {
+	if direct {
+		rt.directBusy.Store(false)
+	} else {
+		rt.routed.Add(-1)
+	}
 }
 
 // workerPID returns the worker actor of remote worker w (the last one is cached).

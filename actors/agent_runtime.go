@@ -62,9 +62,11 @@ type agentRuntime struct {
 	catalog atomic.Pointer[agentCatalog]
 	catMu   sync.Mutex
 
-	// directBusy is set while a direct remote send is in flight (agent_direct.go); directIDs
-	// numbers their sessions; lastWorker caches the PID of the last worker sent to.
+	// directBusy is set while a direct remote send is in flight and routed counts the remote
+	// sends in flight through the router (agent_direct.go); directIDs numbers the direct sends'
+	// sessions; lastWorker caches the PID of the last worker sent to.
 	directBusy atomic.Bool
+	routed     atomic.Int64
 	directIDs  atomic.Uint64
 	lastWorker atomic.Pointer[agentWorkerPID]
 
