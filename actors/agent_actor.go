@@ -73,7 +73,8 @@ func (a *agentActor) handle(c actor.Context, d *agentDeliver) {
 
 // run calls the handler, turning an error or a panic into an ERROR outcome.
 func (a *agentActor) run(d *agentDeliver, deadline time.Time) (o *messages.DeliveryOutcome) {
-	ctx := &agentCtx{parent: a.rt.life.Context(), deadline: deadline}
+	ctx := &d.ctx
+	ctx.parent, ctx.deadline = a.rt.life.Context(), deadline
 	defer ctx.release()
 	defer func() {
 		if p := recover(); p != nil {

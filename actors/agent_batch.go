@@ -45,53 +45,61 @@ func (b *agentBatch) set(i int, o *messages.DeliveryOutcome) bool {
 	return true
 }
 
-// agentBatchGroup is the deliveries of a batch to one agent of this node: n of them, the
-// first at index first of the batch, each linked to the next by agentLocalPlan.next.
+// agentBatchGroup is the deliveries of a batch to one agent of this node, in batch order.
 type agentBatchGroup struct {
-	key         agents.Key
-	first, last int
-	n           int
+	key agents.Key
+	n   int
+	ds  []agentDeliver // set by build
 }
 
-// agentLocalPlan is the deliveries of a batch to this node's agents, grouped by agent.
+// agentLocalItem is one delivery of a batch to an agent of this node, before build.
+type agentLocalItem struct {
+	env    *messages.MessageEnvelope
+	tenant string
+	spec   *agentTypeSpec
+	idx    int // in the batch
+	group  int
+}
+
+// agentLocalPlan is the deliveries of a batch to this node's agents, grouped by agent: add them
+// in batch order, then build lays them out, each agent's contiguous and in order, in one array
+// (records are built in place: an agentDeliver holds its handler's context and is not copied).
 type agentLocalPlan struct {
-	size   int            // the batch's
-	ds     []agentDeliver // by batch index; only the local ones are set
-	next   []int32        // by batch index: the next delivery of the same agent, or -1
+	items  []agentLocalItem
 	groups []agentBatchGroup
 	index  map[agents.Key]int // key -> index in groups
 }
 
-// add records delivery d (batch index i) to the agent of key.
-func (p *agentLocalPlan) add(key agents.Key, i int, d agentDeliver) {
+// add records delivery it to the agent of key.
+func (p *agentLocalPlan) add(key agents.Key, it agentLocalItem, size int) {
 	if p.index == nil {
-		n := p.size
-		p.ds, p.next, p.index = make([]agentDeliver, n), make([]int32, n), make(map[agents.Key]int, n)
+		p.index, p.items = make(map[agents.Key]int, size), make([]agentLocalItem, 0, size)
 	}
-	p.ds[i], p.next[i] = d, -1
 	g, ok := p.index[key]
 	if !ok {
-		p.index[key] = len(p.groups)
-		p.groups = append(p.groups, agentBatchGroup{key: key, first: i, last: i, n: 1})
-		return
+		g = len(p.groups)
+		p.index[key] = g
+		p.groups = append(p.groups, agentBatchGroup{key: key})
 	}
-	grp := &p.groups[g]
-	p.next[grp.last] = int32(i)
-	grp.last = i
-	grp.n++
+	p.groups[g].n++
+	it.group = g
+	p.items = append(p.items, it)
 }
 
-// deliveries returns the deliveries of group g in batch order: a view of ds for one delivery,
-// a copy for more.
-func (p *agentLocalPlan) deliveries(g *agentBatchGroup) []agentDeliver {
-	if g.n == 1 {
-		return p.ds[g.first : g.first+1]
+// build lays the deliveries out for batch b and sets each group's.
+func (p *agentLocalPlan) build(b *agentBatch) {
+	ds := make([]agentDeliver, len(p.items))
+	next := make([]int, len(p.groups)) // the next free position of each group
+	at := 0
+	for g := range p.groups {
+		next[g] = at
+		p.groups[g].ds = ds[at : at+p.groups[g].n]
+		at += p.groups[g].n
 	}
-	out := make([]agentDeliver, 0, g.n)
-	for i := g.first; i >= 0; i = int(p.next[i]) {
-		out = append(out, p.ds[i])
+	for _, it := range p.items {
+		ds[next[it.group]] = agentDeliver{env: it.env, tenant: it.tenant, spec: it.spec, batch: b, idx: it.idx}
+		next[it.group]++
 	}
-	return out
 }
 
 // agentDeliveries carries deliveries to one agent (past the worker), or to the worker, in order.
@@ -130,7 +138,7 @@ func (rt *agentRuntime) sendBatch(ctx context.Context, envs []*messages.MessageE
 	}
 	deadlines := make([]time.Time, len(envs))
 	table := rt.table.Load()
-	local := agentLocalPlan{size: len(envs)}
+	var local agentLocalPlan
 	var remote *agentRouteBatch
 	def := time.Now().Add(rt.cfg.RPCTimeout) // for the envelopes without a deadline
 	for i, env := range envs {
@@ -154,7 +162,7 @@ func (rt *agentRuntime) sendBatch(ctx context.Context, envs []*messages.MessageE
 				b.set(i, refused)
 				continue
 			}
-			local.add(agents.KeyOf(tenant, env.Recipient), i, agentDeliver{env: env, tenant: tenant, spec: spec, batch: b, idx: i})
+			local.add(agents.KeyOf(tenant, env.Recipient), agentLocalItem{env: env, tenant: tenant, spec: spec, idx: i}, len(envs))
 		}
 	}
 	if remote != nil {
@@ -162,15 +170,19 @@ func (rt *agentRuntime) sendBatch(ctx context.Context, envs []*messages.MessageE
 	}
 	rt.trackBatch(b, true)
 	defer rt.trackBatch(b, false)
-	rt.deliverLocal(&local)
+	rt.deliverLocal(&local, b)
 	return rt.awaitBatch(ctx, envs, b, deadlines)
 }
 
 // deliverLocal sends each group of p to its active agent, or to the worker.
-func (rt *agentRuntime) deliverLocal(p *agentLocalPlan) {
+func (rt *agentRuntime) deliverLocal(p *agentLocalPlan, b *agentBatch) {
+	if len(p.items) == 0 {
+		return
+	}
+	p.build(b)
 	for i := range p.groups {
 		g := &p.groups[i]
-		m := &agentDeliveries{ds: p.deliveries(g)}
+		m := &agentDeliveries{ds: g.ds}
 		if slot := rt.slots.get(g.key); slot != nil && slot.acquireN(uint64(g.n)) {
 			rt.system.Root.Send(slot.pid, m)
 		} else {

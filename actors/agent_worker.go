@@ -72,6 +72,9 @@ type (
 		// outcome is set by the agent, or the worker refusing the delivery, before it is sent
 		// back as an agentResult.
 		outcome *messages.DeliveryOutcome
+		// ctx is the handler's context, part of the record (no allocation per call): a record
+		// is built in place and never copied (go vet's copylocks checks it).
+		ctx agentCtx
 	}
 	// agentResult is a remote send's delivery answered (its outcome set), on its way from the
 	// agent to the worker: the same record, no new allocation.
