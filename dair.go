@@ -69,8 +69,8 @@ type (
 )
 
 // Re-exported agent messaging types (seed 003). A node's agent API is on Node:
-// RegisterAgentType, SendAgent, SendAgentEnvelope, PublishAgent, Subscribe, Unsubscribe and
-// AgentDirectory; they behave the same on one node and across a cluster.
+// RegisterAgentType, SendAgent, SendAgentEnvelope, SendAgentBatch, PublishAgent, Subscribe,
+// Unsubscribe and AgentDirectory; they behave the same on one node and across a cluster.
 type (
 	// AgentHandler handles one message for one agent (one at a time per agent, in order).
 	AgentHandler = actors.AgentHandler

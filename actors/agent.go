@@ -163,6 +163,34 @@ func (n *Node) SendAgentEnvelope(ctx context.Context, env *messages.MessageEnvel
 	return n.agents.send(ctx, env)
 }
 
+// SendAgentBatch sends every envelope of envs (each as SendAgentEnvelope would: its own
+// recipient, tenant, deadline, id) and waits for all their outcomes; outcomes[i] is envs[i]'s,
+// with the same statuses and reasons as a single send. The envelopes are routed together: those
+// to this node's agents in one message per agent, those to other nodes in one request per
+// destination worker. The envelopes to one agent (same tenant, type and key) are handled in
+// their order in envs; a batch is not atomic (each envelope has its own outcome). An envelope
+// whose deadline is zero gets the RPC timeout; ctx's deadline bounds all. The error is non-nil,
+// and nothing is sent, for invalid input (a nil envelope, an invalid recipient); it is ctx's
+// error when ctx is cancelled before every outcome came (the deliveries may still happen). An
+// expired ctx gives the envelopes still pending TIMEOUT. It is goroutine-safe; the runtime keeps
+// envs' envelopes (do not modify them afterwards) and the caller owns the returned slice and
+// outcomes.
+func (n *Node) SendAgentBatch(ctx context.Context, envs []*messages.MessageEnvelope) ([]*messages.DeliveryOutcome, error) {
+	for i, env := range envs {
+		if env == nil {
+			return nil, fmt.Errorf("actors: send agent batch: envelope %d: nil envelope", i)
+		}
+		if err := agents.ValidateAgentID(env.Recipient); err != nil {
+			return nil, fmt.Errorf("actors: send agent batch: envelope %d: %w", i, err)
+		}
+	}
+	if n.agents == nil {
+		return nil, ErrAgentsStopped
+	}
+	n.agents.assignIDs(envs)
+	return n.agents.sendBatch(ctx, envs)
+}
+
 // PublishAgent publishes payload (application/json) to topic under the tenant of snap: the
 // router matches the tenant's subscriptions once and sends one batch per destination worker. It
 // returns the number of deliveries the workers enqueued once they acknowledged them (a delivery

@@ -30,6 +30,11 @@ func (a *agentActor) Receive(c actor.Context) {
 	case *agentDeliver:
 		a.processed++
 		a.handle(c, m)
+	case *agentDeliveries:
+		for i := range m.ds {
+			a.processed++
+			a.handle(c, &m.ds[i])
+		}
 	case agentPassivate:
 		c.Send(c.Parent(), &agentPassivated{key: a.key, processed: a.processed, state: a.agent.state})
 	case agentDrainMarker:
@@ -52,8 +57,15 @@ func (a *agentActor) handle(c actor.Context, d *agentDeliver) {
 	switch {
 	case d.done != nil:
 		d.done <- o
+	case d.batch != nil:
+		d.batch.set(d.idx, o)
+	case d.router != nil && d.direct:
+		o.WorkerId = "" // the response names the worker once; the router fills it in
+		c.Send(d.router, &messages.AgentSendResponse{WorkerId: a.rt.selfID,
+			Results: []*messages.AgentDeliveryResult{{Session: d.session, Outcome: o}}})
 	case d.router != nil:
-		c.Send(c.Parent(), &agentResult{router: d.router, routerKey: d.routerKey, session: d.session, outcome: o})
+		d.outcome = o
+		c.Send(c.Parent(), (*agentResult)(d))
 	case o.Status != messages.DeliveryOutcome_DELIVERED:
 		a.rt.log.Debug("published message not handled: " + o.Reason)
 	}
@@ -61,7 +73,8 @@ func (a *agentActor) handle(c actor.Context, d *agentDeliver) {
 
 // run calls the handler, turning an error or a panic into an ERROR outcome.
 func (a *agentActor) run(d *agentDeliver, deadline time.Time) (o *messages.DeliveryOutcome) {
-	ctx := &agentCtx{parent: a.rt.life.Context(), deadline: deadline}
+	ctx := &d.ctx
+	ctx.parent, ctx.deadline = a.rt.life.Context(), deadline
 	defer ctx.release()
 	defer func() {
 		if p := recover(); p != nil {

@@ -46,6 +46,85 @@ func BenchmarkAgentSend(b *testing.B) {
 		c := testkit.StartAgentCluster(b, testkit.AgentClusterOptions{N: 2, Types: [][]string{nil, {actors.AgentEcho}}})
 		benchSends(b, c.Node(0).Node, sendConcurrency)
 	})
+	b.Run("local-batch", func(b *testing.B) {
+		n := testkit.StartNode(b, testkit.NodeOptions{Config: actors.Config{Roles: []string{actors.RoleRuntime},
+			AgentTypes: []string{actors.AgentEcho}}})
+		benchBatches(b, n)
+	})
+	b.Run("cross-node-batch", func(b *testing.B) {
+		if raceEnabled {
+			b.Skip("several in-process protoactor remotes race on grpc's global logger")
+		}
+		c := testkit.StartAgentCluster(b, testkit.AgentClusterOptions{N: 2, Types: [][]string{nil, {actors.AgentEcho}}})
+		benchBatches(b, c.Node(0).Node)
+	})
+}
+
+// batchSenders and batchSize shape the batch benchmarks: sendConcurrency messages in flight,
+// in batchSenders SendAgentBatch calls of batchSize envelopes over the benchKeys agents.
+const (
+	batchSenders = 4
+	batchSize    = sendConcurrency / batchSenders
+)
+
+// benchBatches sends b.N echo messages from n in batches (batchSenders callers, batchSize
+// envelopes each) and reports msgs/s and the p50 of one batch's round trip under that load.
+func benchBatches(b *testing.B, n *actors.Node) {
+	ctx := context.Background()
+	snap := &messages.ExecutionContextSnapshot{TenantId: "bench"}
+	ids := make([]*messages.AgentId, benchKeys)
+	for i := range ids {
+		ids[i] = &messages.AgentId{Type: actors.AgentEcho, Key: "k" + strconv.Itoa(i)}
+	}
+	batch := func(from, to int64) ([]*messages.DeliveryOutcome, error) {
+		envs := make([]*messages.MessageEnvelope, 0, to-from)
+		for i := from; i < to; i++ {
+			envs = append(envs, &messages.MessageEnvelope{Recipient: ids[i%benchKeys], Payload: []byte(`{"n":1}`),
+				ContentType: "application/json", Snapshot: snap})
+		}
+		return n.SendAgentBatch(ctx, envs)
+	}
+	if outs, err := batch(0, benchKeys); err != nil || outs[0].Status != messages.DeliveryOutcome_DELIVERED {
+		b.Fatalf("warm-up batch: %v", err)
+	}
+	var next, failed atomic.Int64
+	lat := make([][]time.Duration, batchSenders)
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := processCPU(b)
+	start := time.Now()
+	for g := range batchSenders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for end := next.Add(batchSize); end-batchSize < int64(b.N); end = next.Add(batchSize) {
+				from, to := end-batchSize, min(end, int64(b.N))
+				t0 := time.Now()
+				outs, err := batch(from, to)
+				lat[g] = append(lat[g], time.Since(t0))
+				for _, o := range outs {
+					if o.Status != messages.DeliveryOutcome_DELIVERED {
+						failed.Add(1)
+					}
+				}
+				if err != nil {
+					failed.Add(to - from)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	logCPU(b, cpu0, b.N, elapsed)
+	if f := failed.Load(); f > 0 {
+		b.Fatalf("%d of %d sends not delivered", f, b.N)
+	}
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
+	b.ReportMetric(float64(all[len(all)/2]), "batch-p50-ns")
 }
 
 // benchSends sends b.N echo messages from n with `conc` senders and reports msgs/s (and the

@@ -69,15 +69,7 @@ func (rt *agentRuntime) send(ctx context.Context, env *messages.MessageEnvelope)
 	if !rt.accepting.Load() {
 		return agents.Undeliverable(agents.Reason(agents.ReasonStopping, "node %s is stopping", rt.nodeID), ""), nil
 	}
-	now := time.Now()
-	deadline := now.Add(rt.cfg.RPCTimeout)
-	if env.Deadline != 0 {
-		deadline = time.Unix(0, env.Deadline)
-	}
-	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
-	}
-	env.Deadline = deadline.UnixNano()
+	deadline := rt.deadline(ctx, env)
 	tenant := env.GetSnapshot().GetTenantId()
 	route := rt.table.Load().Route(tenant, env.Recipient)
 	if route.Worker == nil {
@@ -97,13 +89,38 @@ func (rt *agentRuntime) send(ctx context.Context, env *messages.MessageEnvelope)
 			rt.system.Root.Send(rt.worker, &agentLocalSend{env: env, tenant: tenant, done: done, deliver: d})
 		}
 	} else {
-		rt.system.Root.Send(rt.router, &agentRouteSend{env: env, tenant: tenant, done: done})
+		defer rt.endRemote(rt.sendRemote(env, tenant, done, route.Worker)) // sent now, ended on return
 	}
 	return rt.await(ctx, env, done, deadline, route.Worker.ID)
 }
 
+// deadline returns when the caller of env stops waiting: env's deadline, else the RPC timeout
+// from now, bounded by ctx's; env.Deadline is set to it.
+func (rt *agentRuntime) deadline(ctx context.Context, env *messages.MessageEnvelope) time.Time {
+	var def time.Time
+	if env.Deadline == 0 {
+		def = time.Now().Add(rt.cfg.RPCTimeout)
+	}
+	return deadlineOf(ctx, env, def)
+}
+
+// deadlineOf is deadline with def as the deadline of an envelope without one.
+func deadlineOf(ctx context.Context, env *messages.MessageEnvelope, def time.Time) time.Time {
+	deadline := def
+	if env.Deadline != 0 {
+		deadline = time.Unix(0, env.Deadline)
+	}
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	env.Deadline = deadline.UnixNano()
+	return deadline
+}
+
 // await waits for the outcome of env on done until deadline, on the deadline wheel's channel
-// (a timer only when its tick was being closed), ctx or the runtime's stop.
+// (a timer only when its tick was being closed), ctx or the runtime's stop (which wakes the
+// wheel's waiters: a wait on rt.stopped too would lock that channel, shared by every waiter, on
+// every send).
 func (rt *agentRuntime) await(ctx context.Context, env *messages.MessageEnvelope, done chan *messages.DeliveryOutcome,
 	deadline time.Time, worker string) (*messages.DeliveryOutcome, error) {
 	var fallback <-chan time.Time
@@ -119,6 +136,9 @@ func (rt *agentRuntime) await(ctx context.Context, env *messages.MessageEnvelope
 			outcomeChans.Put(done) // drained, and nothing else holds it: reusable
 			return o, nil
 		case <-wake:
+			if rt.deadlines.stopped.Load() {
+				return agents.Undeliverable(agents.Reason(agents.ReasonStopping, "node %s stopped", rt.nodeID), worker), nil
+			}
 			if time.Now().Before(deadline) { // a deadline beyond the wheel's horizon
 				wake = rt.deadlines.wait(deadline)
 				continue
@@ -129,8 +149,6 @@ func (rt *agentRuntime) await(ctx context.Context, env *messages.MessageEnvelope
 				return agents.TimedOut(agents.Reason(agents.ReasonDeadlineExceeded, "the caller's context ended"), worker), nil
 			}
 			return nil, ctx.Err()
-		case <-rt.stopped:
-			return agents.Undeliverable(agents.Reason(agents.ReasonStopping, "node %s stopped", rt.nodeID), worker), nil
 		}
 		return agents.TimedOut(agents.Reason(agents.ReasonDeadlineExceeded, "no reply from agent %s/%s before the deadline",
 			env.Recipient.Type, env.Recipient.Key), worker), nil
@@ -250,6 +268,8 @@ func (rt *agentRuntime) stop(ctx context.Context) {
 		rt.log.Warn("stop the agent router", zap.Error(err))
 	}
 	close(rt.stopped)
+	rt.deadlines.stop()
+	rt.failBatches()
 	// The handlers get a second to return after their contexts are cancelled, whether or not
 	// the drain used up ctx (the node's own stop bounds the whole stop the same way).
 	lifeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)

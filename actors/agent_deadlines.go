@@ -22,6 +22,10 @@ type deadlineWheel struct {
 	slots [deadlineSlots]atomic.Pointer[deadlineSlot]
 	// closed is the last tick whose slot the ticker closed.
 	closed atomic.Int64
+	// stopped is set, and stopCh closed, when the runtime stops: every waiter wakes, and wait
+	// returns stopCh from then on.
+	stopped atomic.Bool
+	stopCh  chan struct{}
 }
 
 // deadlineSlot is the channel of one tick, closed when that tick passed.
@@ -31,15 +35,19 @@ type deadlineSlot struct {
 }
 
 func newDeadlineWheel(now time.Time) *deadlineWheel {
-	w := &deadlineWheel{}
+	w := &deadlineWheel{stopCh: make(chan struct{})}
 	w.closed.Store(now.UnixNano() / int64(deadlineTick))
 	return w
 }
 
 // wait returns a channel that is closed once deadline passed (or, for a deadline beyond the
-// wheel, once the wheel's horizon passed: the caller checks the time and waits again), or nil
-// when the caller must use a timer (the deadline's tick was closed while it asked).
+// wheel, once the wheel's horizon passed: the caller checks the time and waits again) or the
+// wheel stopped (the caller checks that first), or nil when the caller must use a timer (the
+// deadline's tick was closed while it asked).
 func (w *deadlineWheel) wait(deadline time.Time) <-chan struct{} {
+	if w.stopped.Load() {
+		return w.stopCh
+	}
 	tick := deadline.UnixNano()/int64(deadlineTick) + 1 // the first tick wholly after the deadline
 	closed := w.closed.Load()
 	if tick <= closed {
@@ -50,6 +58,9 @@ func (w *deadlineWheel) wait(deadline time.Time) <-chan struct{} {
 	for {
 		s := p.Load()
 		if s != nil && s.tick == tick {
+			if w.stopped.Load() { // stop may have swept this index before s was swapped in
+				return w.stopCh
+			}
 			return s.ch
 		}
 		if s != nil && s.tick > tick { // our tick passed while we looked: the timer fires at once
@@ -62,6 +73,9 @@ func (w *deadlineWheel) wait(deadline time.Time) <-chan struct{} {
 			}
 			if w.closed.Load() >= tick { // the ticker may have passed the slot before the swap
 				return nil
+			}
+			if w.stopped.Load() {
+				return w.stopCh
 			}
 			return next.ch
 		}
@@ -81,6 +95,21 @@ func (w *deadlineWheel) advance(now time.Time) {
 	for t := from; t <= last; t++ {
 		p := &w.slots[t%deadlineSlots]
 		if s := p.Load(); s != nil && s.tick <= t && p.CompareAndSwap(s, nil) {
+			close(s.ch)
+		}
+	}
+}
+
+// stop wakes every waiter and makes later waits return at once (the runtime stopped). It is
+// idempotent. A wait that swapped its slot in after the sweep passed its index sees stopped
+// and returns stopCh instead.
+func (w *deadlineWheel) stop() {
+	if w.stopped.Swap(true) {
+		return
+	}
+	close(w.stopCh)
+	for i := range w.slots {
+		if s := w.slots[i].Load(); s != nil && w.slots[i].CompareAndSwap(s, nil) {
 			close(s.ch)
 		}
 	}

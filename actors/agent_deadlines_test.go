@@ -35,3 +35,18 @@ func TestDeadlineWheel_wait(t *testing.T) {
 		t.Fatal("a deadline beyond the horizon must wake at the horizon")
 	}
 }
+
+func TestDeadlineWheel_stop_wakesWaitersAndLaterWaits(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	w := newDeadlineWheel(t0)
+	near, far := w.wait(t0.Add(20*time.Millisecond)), w.wait(t0.Add(time.Hour))
+	w.stop()
+	w.stop() // idempotent
+	for _, ch := range []<-chan struct{}{near, far, w.wait(t0.Add(time.Minute))} {
+		select {
+		case <-ch:
+		default:
+			t.Fatal("a wait before or after stop is not woken")
+		}
+	}
+}

@@ -2,7 +2,7 @@ package actors
 
 import (
 	"context"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -18,43 +18,85 @@ const agentPoolIdle = time.Second
 const agentThroughput = 300
 
 // agentDispatcher runs the mailboxes of the agent runtime's actors on reused goroutines: a
-// mailbox that becomes busy is handed to a parked goroutine, and a new one is started in the
-// pool group (the node's worker group) only when none is parked. protoactor's default
-// dispatcher starts a goroutine per mailbox run, which for agents (mostly idle, woken by each
-// message) means a goroutine start and its stack growth per message. Parked goroutines exit
-// after one to two agentPoolIdle periods without work (counted on a shared channel that rotate
-// closes each period, not on a timer per goroutine reset at every run) or when the pool group
-// stops. It is goroutine-safe.
+// mailbox that becomes busy is handed to the goroutine parked last (its stack and caches are
+// the warmest), and a new one is started in the pool group (the node's worker group) only when
+// none is parked. protoactor's default dispatcher starts a goroutine per mailbox run, which for
+// agents (mostly idle, woken by each message) means a goroutine start and its stack growth per
+// message. Each parked goroutine waits on its own channel only (a wait on channels shared by
+// every parked goroutine costs a lock of each per run, contended on every core). Goroutines
+// parked through two agentPoolIdle periods (rotate) exit, and all do when the pool group stops.
+// It is goroutine-safe.
 type agentDispatcher struct {
 	pool *workgroup.Group
-	work chan func() // unbuffered: a send succeeds only when a goroutine is parked
-	// reap is closed and replaced by rotate every agentPoolIdle.
-	reap atomic.Pointer[chan struct{}]
+
+	mu sync.Mutex // guards idle, gen, closed
+	// idle are the parked goroutines, the most recently parked last.
+	idle   []*agentPooled
+	gen    uint64 // idle periods ended (rotate)
+	closed bool   // the pool group stopped: nothing parks any more
+}
+
+// agentPooled is one parked goroutine: Schedule hands it a mailbox run, a nil run tells it to
+// exit.
+type agentPooled struct {
+	run chan func() // buffered 1: written once per park, by whoever took it off idle
+	gen uint64      // the idle period it parked in
 }
 
 var _ actor.Dispatcher = (*agentDispatcher)(nil)
 
 func newAgentDispatcher(pool *workgroup.Group) *agentDispatcher {
-	d := &agentDispatcher{pool: pool, work: make(chan func())}
-	ch := make(chan struct{})
-	d.reap.Store(&ch)
+	d := &agentDispatcher{pool: pool}
+	if !pool.Go(func(ctx context.Context) {
+		<-ctx.Done()
+		d.shutdown()
+	}) {
+		d.closed = true
+	}
 	return d
 }
 
 // rotate ends one idle period: goroutines parked through two of them exit.
 func (d *agentDispatcher) rotate() {
-	ch := make(chan struct{})
-	close(*d.reap.Swap(&ch))
+	d.mu.Lock()
+	d.gen++
+	n := 0
+	for n < len(d.idle) && d.idle[n].gen+2 <= d.gen { // the oldest come first
+		n++
+	}
+	reaped := d.idle[:n:n]
+	d.idle = d.idle[n:]
+	d.mu.Unlock()
+	for _, p := range reaped {
+		p.run <- nil
+	}
+}
+
+// shutdown wakes every parked goroutine to exit; none parks afterwards.
+func (d *agentDispatcher) shutdown() {
+	d.mu.Lock()
+	d.closed = true
+	idle := d.idle
+	d.idle = nil
+	d.mu.Unlock()
+	for _, p := range idle {
+		p.run <- nil
+	}
 }
 
 // Schedule runs fn (a mailbox run) on a parked goroutine, or a new one of the pool.
 func (d *agentDispatcher) Schedule(fn func()) {
-	select {
-	case d.work <- fn:
+	d.mu.Lock()
+	if n := len(d.idle); n > 0 {
+		p := d.idle[n-1]
+		d.idle[n-1] = nil
+		d.idle = d.idle[:n-1]
+		d.mu.Unlock()
+		p.run <- fn
 		return
-	default:
 	}
-	if !d.pool.Go(func(ctx context.Context) { d.loop(ctx, fn) }) {
+	d.mu.Unlock()
+	if !d.pool.Go(func(context.Context) { d.loop(fn) }) {
 		// The pool stopped after every agent actor did: only a late run of an actor whose
 		// stop timed out gets here, and protoactor's own dispatcher would start a goroutine too.
 		go fn()
@@ -64,21 +106,19 @@ func (d *agentDispatcher) Schedule(fn func()) {
 // Throughput is the number of messages per mailbox run.
 func (d *agentDispatcher) Throughput() int { return agentThroughput }
 
-func (d *agentDispatcher) loop(ctx context.Context, fn func()) {
-	for {
+// loop runs fn, then the runs handed to it while parked, until told to exit.
+func (d *agentDispatcher) loop(fn func()) {
+	p := &agentPooled{run: make(chan func(), 1)}
+	for fn != nil {
 		fn()
-		idle := 0
-		for wait := true; wait; {
-			select {
-			case fn = <-d.work:
-				wait = false
-			case <-*d.reap.Load():
-				if idle++; idle == 2 {
-					return
-				}
-			case <-ctx.Done():
-				return
-			}
+		d.mu.Lock()
+		if d.closed {
+			d.mu.Unlock()
+			return
 		}
+		p.gen = d.gen
+		d.idle = append(d.idle, p)
+		d.mu.Unlock()
+		fn = <-p.run
 	}
 }

@@ -69,3 +69,49 @@ func ExampleNode_SendAgent() {
 	// {"count":2}
 	// undeliverable no-live-owner
 }
+
+// Send several messages in one call: one outcome per envelope, in order; the messages to one
+// agent are handled in their order in the batch.
+func ExampleNode_SendAgentBatch() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "dair-agents-batch-example")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	st, err := boltstore.Open(boltstore.Options{Path: filepath.Join(dir, "dair.db")})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer st.Close()
+	node, err := actors.Start(ctx, actors.Config{Store: st, Roles: []string{actors.RoleRuntime}, AgentTypes: []string{actors.AgentCounter}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer node.Stop(ctx)
+
+	acme := &messages.ExecutionContextSnapshot{TenantId: "acme"}
+	var envs []*messages.MessageEnvelope
+	for _, key := range []string{"a", "b", "a", "a"} {
+		envs = append(envs, &messages.MessageEnvelope{Recipient: &messages.AgentId{Type: actors.AgentCounter, Key: key},
+			Snapshot: acme, ContentType: "application/json", Payload: []byte(`{}`)})
+	}
+	envs = append(envs, &messages.MessageEnvelope{Recipient: &messages.AgentId{Type: "nobody", Key: "k"}, Snapshot: acme})
+	outs, err := node.SendAgentBatch(ctx, envs)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for i, o := range outs {
+		fmt.Println(envs[i].Recipient.Key, agents.StatusName(o.Status), string(o.Response)+agents.ReasonCode(o.Reason))
+	}
+	// Output:
+	// a delivered {"count":1}
+	// b delivered {"count":1}
+	// a delivered {"count":2}
+	// a delivered {"count":3}
+	// k undeliverable no-live-owner
+}

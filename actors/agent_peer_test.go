@@ -53,7 +53,7 @@ type peerConfig struct {
 // peerRequest is one command to a peer.
 type peerRequest struct {
 	ID        int        `json:"id"`
-	Op        string     `json:"op"` // send, sendkeys, sendmany, publish, publishmany, subscribe, directory, tally, stop
+	Op        string     `json:"op"` // send, sendkeys, sendmany, sendbatch, publish, publishmany, subscribe, directory, tally, stop
 	Type      string     `json:"type,omitempty"`
 	Key       string     `json:"key,omitempty"`
 	Keys      []string   `json:"keys,omitempty"`
@@ -64,6 +64,8 @@ type peerRequest struct {
 	Topic     string     `json:"topic,omitempty"`
 	Source    string     `json:"source,omitempty"`
 	Subs      []*peerSub `json:"subs,omitempty"`
+	// Batch is sendbatch's envelopes (Type, Key, Tenant, Payload, TimeoutMS each).
+	Batch []peerRequest `json:"batch,omitempty"`
 }
 
 type peerSub struct {
@@ -257,6 +259,8 @@ func (p *peerNode) do(req peerRequest) peerReply {
 		for range req.N {
 			r.Outcomes = append(r.Outcomes, send(req.Key))
 		}
+	case "sendbatch":
+		r.Outcomes, r.Err = p.sendBatch(ctx, req.Batch)
 	case "publish", "publishmany":
 		for range max(req.N, 1) {
 			d, err := p.node.PublishAgent(ctx, &messages.TopicId{Type: req.Topic, Source: req.Source}, []byte(req.Payload), snap)
@@ -288,6 +292,27 @@ func (p *peerNode) do(req peerRequest) peerReply {
 		r.Err = "unknown op " + req.Op
 	}
 	return r
+}
+
+// sendBatch sends reqs as one SendAgentBatch.
+func (p *peerNode) sendBatch(ctx context.Context, reqs []peerRequest) ([]*peerOutcome, string) {
+	envs := make([]*messages.MessageEnvelope, len(reqs))
+	for i, q := range reqs {
+		envs[i] = &messages.MessageEnvelope{Recipient: &messages.AgentId{Type: q.Type, Key: q.Key}, Payload: []byte(q.Payload),
+			Snapshot: &messages.ExecutionContextSnapshot{TenantId: q.Tenant}}
+		if q.TimeoutMS > 0 {
+			envs[i].Deadline = time.Now().Add(time.Duration(q.TimeoutMS) * time.Millisecond).UnixNano()
+		}
+	}
+	outs, err := p.node.SendAgentBatch(ctx, envs)
+	if err != nil {
+		return nil, err.Error()
+	}
+	r := make([]*peerOutcome, len(outs))
+	for i, o := range outs {
+		r[i] = &peerOutcome{Status: agents.StatusName(o.Status), Response: string(o.Response), Reason: o.Reason, Worker: o.WorkerId}
+	}
+	return r, ""
 }
 
 // stop stops the node in order (agents drain), leaves the cluster and reports the tally.

@@ -40,9 +40,12 @@ type agentRouter struct {
 	sent map[string]*[2]uint64
 }
 
-// routerCall is what a session answers: a send's caller or a publish.
+// routerCall is what a session answers: a send's caller, a delivery of a batch (batch, idx)
+// or a publish.
 type routerCall struct {
 	send    chan<- *messages.DeliveryOutcome
+	batch   *agentBatch
+	idx     int
 	publish *routerPublish
 }
 
@@ -74,6 +77,10 @@ func (r *agentRouter) Receive(c actor.Context) {
 		r.start(c)
 	case *agentRouteSend:
 		r.routeSend(c, m)
+	case *agentRouteBatch:
+		r.routeBatch(c, m)
+	case *agentOpenSession:
+		r.openSession(m)
 	case agentFlush:
 		r.flush(c)
 	case *messages.AgentSendResponse:
@@ -179,23 +186,28 @@ func (r *agentRouter) routeSend(c actor.Context, m *agentRouteSend) {
 	switch {
 	case route.Worker == nil:
 		m.done <- agents.Undeliverable(route.Reason, "")
-		return
 	case route.Worker.Self: // the table changed since the caller looked
 		c.Send(r.worker, &agentLocalSend{env: m.env, tenant: m.tenant, done: m.done})
-		return
+	default:
+		r.enqueue(c, route.Worker, m.env, routerCall{send: m.done}, time.Now())
 	}
-	id := r.sessions.Open(route.Worker.ID, routerCall{send: m.done}, time.Now(), time.Unix(0, m.env.Deadline), r.rt.cfg.RPCTimeout)
-	b := r.batches[route.Worker.ID]
+}
+
+// enqueue opens a session for env to worker w and adds it to w's batch, sending the batch when
+// it is full and making sure a flush follows the mailbox run while w's window is open.
+func (r *agentRouter) enqueue(c actor.Context, w *agents.WorkerRoute, env *messages.MessageEnvelope, call routerCall, now time.Time) {
+	id := r.sessions.Open(w.ID, call, now, time.Unix(0, env.Deadline), r.rt.cfg.RPCTimeout)
+	b := r.batches[w.ID]
 	if b == nil {
 		b = &messages.AgentSendRequest{RouterId: r.rt.selfID}
-		r.batches[route.Worker.ID] = b
+		r.batches[w.ID] = b
 	}
-	b.Deliveries = append(b.Deliveries, &messages.AgentDelivery{Session: id, Envelope: m.env})
+	b.Deliveries = append(b.Deliveries, &messages.AgentDelivery{Session: id, Envelope: env})
 	if len(b.Deliveries) >= r.rt.cfg.MaxBatch {
-		r.sendBatch(c, route.Worker.ID, b, route.Worker)
+		r.sendBatch(c, w.ID, b, w)
 		return
 	}
-	if !r.flushing && r.unacked[route.Worker.ID] < sendWindow {
+	if !r.flushing && r.unacked[w.ID] < sendWindow {
 		r.flushing = true
 		c.Send(c.Self(), agentFlush{})
 	}
@@ -285,17 +297,33 @@ func (r *agentRouter) publish(c actor.Context, m *agentPublishCall) {
 		deadline = time.Unix(0, m.env.Deadline)
 	}
 	for _, wid := range plan.Workers {
-		recips := plan.ByWorker[wid]
-		batch := &messages.AgentPublishBatch{RouterId: r.rt.selfID, Envelopes: make([]*messages.MessageEnvelope, len(recips))}
-		for i, id := range recips {
-			e := m.env
-			batch.Envelopes[i] = &messages.MessageEnvelope{Id: e.Id, Sender: e.Sender, Recipient: id, Topic: e.Topic,
-				Payload: e.Payload, ContentType: e.ContentType, Snapshot: e.Snapshot, Deadline: e.Deadline}
-		}
+		batch := r.publishBatch(wid, m.env, plan.ByWorker[wid])
 		batch.Session = r.sessions.Open(wid, routerCall{publish: p}, now, deadline, r.rt.cfg.RPCTimeout)
 		r.count(wid, 1)
 		c.Request(r.pid(r.table.Worker(wid)), batch)
 	}
+}
+
+// publishBatch builds worker wid's batch of env for recips: env once with the recipients for a
+// worker that takes that form, one envelope per recipient otherwise. env and recips are shared,
+// not modified.
+func (r *agentRouter) publishBatch(wid string, env *messages.MessageEnvelope, recips []*messages.AgentId) *messages.AgentPublishBatch {
+	batch := &messages.AgentPublishBatch{RouterId: r.rt.selfID}
+	if w, ok := r.dir.Worker(wid); ok && w.Registration.GetPublishRecipients() {
+		batch.Envelope, batch.Recipients = env, recips
+		return batch
+	}
+	batch.Envelopes = make([]*messages.MessageEnvelope, len(recips))
+	for i, id := range recips {
+		batch.Envelopes[i] = publishedTo(env, id)
+	}
+	return batch
+}
+
+// publishedTo returns the copy of published envelope e for recipient id (fields shared).
+func publishedTo(e *messages.MessageEnvelope, id *messages.AgentId) *messages.MessageEnvelope {
+	return &messages.MessageEnvelope{Id: e.Id, Sender: e.Sender, Recipient: id, Topic: e.Topic,
+		Payload: e.Payload, ContentType: e.ContentType, Snapshot: e.Snapshot, Deadline: e.Deadline}
 }
 
 // count counts one request to worker: kind 0 a send batch, 1 a publish batch.
@@ -313,8 +341,12 @@ func (r *agentRouter) answer(s agents.Resolution[routerCall]) {
 	if s.Outcome.WorkerId == "" {
 		s.Outcome.WorkerId = s.Worker
 	}
-	if s.Value.send != nil {
+	switch {
+	case s.Value.send != nil:
 		s.Value.send <- s.Outcome
+		return
+	case s.Value.batch != nil:
+		s.Value.batch.set(s.Value.idx, s.Outcome)
 		return
 	}
 	p := s.Value.publish

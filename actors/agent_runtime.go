@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,6 +61,18 @@ type agentRuntime struct {
 	// catalog is the current catalog; catMu serializes its writers.
 	catalog atomic.Pointer[agentCatalog]
 	catMu   sync.Mutex
+
+	// directBusy is set while a direct remote send is in flight and routed counts the remote
+	// sends in flight through the router (agent_direct.go); directIDs numbers the direct sends'
+	// sessions; lastWorker caches the PID of the last worker sent to.
+	directBusy atomic.Bool
+	routed     atomic.Int64
+	directIDs  atomic.Uint64
+	lastWorker atomic.Pointer[agentWorkerPID]
+
+	// batchMu guards batches: the SendAgentBatch calls waiting, failed at stop.
+	batchMu sync.Mutex
+	batches map[*agentBatch]struct{}
 
 	accepting atomic.Bool  // new sends and publishes are taken
 	inflight  atomic.Int64 // facade calls in progress
@@ -204,13 +217,52 @@ func (rt *agentRuntime) check(env *messages.MessageEnvelope, tenant string) (*ag
 
 // messageID returns a new envelope id, unique across processes (the worker id) and cheap.
 func (rt *agentRuntime) messageID() string {
-	return "msg-" + rt.selfID + "-" + strconv.FormatUint(rt.msgs.Add(1), 36)
+	var n [13]byte // a uint64 in base 36
+	num := strconv.AppendUint(n[:0], rt.msgs.Add(1), 36)
+	var b strings.Builder // one allocation
+	b.Grow(len("msg-") + len(rt.selfID) + 1 + len(num))
+	b.WriteString("msg-")
+	b.WriteString(rt.selfID)
+	b.WriteByte('-')
+	b.Write(num)
+	return b.String()
+}
+
+// assignIDs gives every envelope of envs without an id a new one (as messageID), all cut from
+// one string: one allocation for the batch.
+func (rt *agentRuntime) assignIDs(envs []*messages.MessageEnvelope) {
+	k := 0
+	for _, e := range envs {
+		if e.Id == "" {
+			k++
+		}
+	}
+	if k == 0 {
+		return
+	}
+	first := rt.msgs.Add(uint64(k)) - uint64(k) + 1
+	var n [13]byte
+	var b strings.Builder
+	b.Grow(k * (len("msg-") + len(rt.selfID) + 1 + 4))
+	for i := range uint64(k) {
+		b.WriteString("msg-")
+		b.WriteString(rt.selfID)
+		b.WriteByte('-')
+		b.Write(strconv.AppendUint(n[:0], first+i, 36))
+	}
+	all, at, i := b.String(), 0, first
+	for _, e := range envs {
+		if e.Id == "" {
+			end := at + len("msg-") + len(rt.selfID) + 1 + len(strconv.AppendUint(n[:0], i, 36))
+			e.Id, at, i = all[at:end], end, i+1
+		}
+	}
 }
 
 // setCatalogLocked publishes cat with its registration (catMu held, or before start).
 func (rt *agentRuntime) setCatalogLocked(cat *agentCatalog) {
 	reg := &messages.AgentWorkerRegistration{WorkerId: rt.selfID, NodeId: rt.nodeID, Address: rt.system.Address(),
-		Version: cat.version, Subscriptions: cat.subs, Leaving: cat.leaving}
+		Version: cat.version, Subscriptions: cat.subs, Leaving: cat.leaving, PublishRecipients: true}
 	for _, name := range sortedKeys(cat.types) {
 		reg.Types = append(reg.Types, &messages.AgentType{Name: name, Tenants: cat.types[name].tenants})
 	}

@@ -86,13 +86,16 @@ func (s *agentSlots) clear() {
 }
 
 // acquire counts one direct delivery, unless the slot is closed (false).
-func (a *agentSlot) acquire() bool {
+func (a *agentSlot) acquire() bool { return a.acquireN(1) }
+
+// acquireN counts n direct deliveries, unless the slot is closed (false).
+func (a *agentSlot) acquireN(n uint64) bool {
 	for {
 		v := a.state.Load()
 		if v&slotClosed != 0 {
 			return false
 		}
-		if a.state.CompareAndSwap(v, v+1) {
+		if a.state.CompareAndSwap(v, v+n) {
 			return true
 		}
 	}

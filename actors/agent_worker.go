@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"time"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
@@ -23,6 +25,10 @@ type agentWorker struct {
 	gen      uint64             // sweep generation
 	replies  map[string]*workerReplies
 	flushing bool
+	// awaiting counts the deliveries of requests of several deliveries forwarded and not
+	// answered yet; held is set while a delayed flush is armed (replyHold).
+	awaiting int
+	held     bool
 	// drainReply answers an agentDrain once every agent in draining acknowledged its marker.
 	drainReply *actor.PID
 	draining   map[agents.Key]bool
@@ -46,8 +52,9 @@ type workerReplies struct {
 
 // Messages between the worker and its agents.
 type (
-	// agentDeliver is one delivery to an agent. Exactly one of done (local send), router
-	// (remote send, with its session) or neither (publish) says where the outcome goes.
+	// agentDeliver is one delivery to an agent. Exactly one of done (local send), batch (local
+	// batch send), router (remote send, with its session) or none (publish) says where the
+	// outcome goes.
 	agentDeliver struct {
 		env       *messages.MessageEnvelope
 		tenant    string
@@ -56,23 +63,32 @@ type (
 		router    *actor.PID
 		routerKey string
 		session   uint64
+		// batch, when set, takes the outcome at index idx (SendAgentBatch).
+		batch *agentBatch
+		idx   int
+		// direct makes the agent answer the router itself (a request of one delivery: no
+		// other outcome to gather, and one hop less); otherwise it answers the worker.
+		direct bool
+		// outcome is set by the agent, or the worker refusing the delivery, before it is sent
+		// back as an agentResult.
+		outcome *messages.DeliveryOutcome
+		// ctx is the handler's context, part of the record (no allocation per call): a record
+		// is built in place and never copied (go vet's copylocks checks it).
+		ctx agentCtx
 	}
-	// agentResult carries a remote send's outcome from an agent to the worker.
-	agentResult struct {
-		router    *actor.PID
-		routerKey string
-		session   uint64
-		outcome   *messages.DeliveryOutcome
-	}
+	// agentResult is a remote send's delivery answered (its outcome set), on its way from the
+	// agent to the worker: the same record, no new allocation.
+	agentResult     agentDeliver
 	agentPassivate  struct{}
 	agentPassivated struct {
 		key       agents.Key
 		processed uint64 // deliveries the agent handled
 		state     any
 	}
-	agentDrainMarker struct{}
-	agentDrainAck    struct{ key agents.Key }
-	agentWorkerFlush struct{}
+	agentDrainMarker     struct{}
+	agentDrainAck        struct{ key agents.Key }
+	agentWorkerFlush     struct{}
+	agentWorkerHeldFlush struct{}
 )
 
 // agentIdleSweeps is how many sweeps (each IdleTimeout/2 apart) an agent must go without a
@@ -92,29 +108,25 @@ func (w *agentWorker) Receive(c actor.Context) {
 			d = &agentDeliver{env: m.env, tenant: m.tenant, done: m.done}
 		}
 		w.deliver(c, d)
+	case *agentDeliveries:
+		for i := range m.ds {
+			w.deliver(c, &m.ds[i])
+		}
 	case *messages.AgentSendRequest:
-		router := c.Sender()
-		if router == nil {
-			w.rt.log.Warn("agent send request without sender dropped", zap.String("router", m.RouterId))
-			return
-		}
-		for _, d := range m.Deliveries {
-			ad := &agentDeliver{env: d.Envelope, tenant: d.Envelope.GetSnapshot().GetTenantId(), router: router,
-				routerKey: m.RouterId, session: d.Session}
-			if err := agents.ValidateAgentID(d.Envelope.GetRecipient()); err != nil {
-				w.finish(c, ad, agents.Undeliverable(agents.Reason(agents.ReasonNoLiveOwner, "%v", err), w.rt.selfID))
-				continue
-			}
-			w.deliver(c, ad)
-		}
-		if len(m.Deliveries) >= ackedBatch {
-			w.replyQueue(c, router, m.RouterId).resp.Requests++ // acknowledged in the next flush
-		}
+		w.request(c, m)
 	case *messages.AgentPublishBatch:
 		c.Respond(w.enqueuePublish(c, m))
 	case *agentResult:
 		w.reply(c, m)
 	case agentWorkerFlush:
+		w.flushing = false
+		if w.awaiting > 0 && !w.acking() {
+			w.hold(c)
+			return
+		}
+		w.flush(c)
+	case agentWorkerHeldFlush:
+		w.held = false
 		w.flush(c)
 	case *messages.AgentHealthProbe:
 		cat := w.rt.catalog.Load()
@@ -142,6 +154,33 @@ func (w *agentWorker) Receive(c actor.Context) {
 	case *actor.Restarting, *actor.Stopping:
 		// The agents stop with the worker: callers must go through the next worker instance.
 		w.rt.slots.clear()
+	}
+}
+
+// request forwards the deliveries of a router's send request to their agents, refusing the
+// invalid ones, and queues its acknowledgement.
+func (w *agentWorker) request(c actor.Context, m *messages.AgentSendRequest) {
+	router := c.Sender()
+	if router == nil {
+		w.rt.log.Warn("agent send request without sender dropped", zap.String("router", m.RouterId))
+		return
+	}
+	ds := make([]agentDeliver, len(m.Deliveries)) // one allocation per request
+	if len(m.Deliveries) > 1 {
+		w.awaiting += len(m.Deliveries) // each is answered through reply, refused or handled
+	}
+	for i, d := range m.Deliveries {
+		ad := &ds[i]
+		*ad = agentDeliver{env: d.Envelope, tenant: d.Envelope.GetSnapshot().GetTenantId(), router: router,
+			routerKey: m.RouterId, session: d.Session, direct: len(m.Deliveries) == 1}
+		if err := agents.ValidateAgentID(d.Envelope.GetRecipient()); err != nil {
+			w.finish(c, ad, agents.Undeliverable(agents.Reason(agents.ReasonNoLiveOwner, "%v", err), w.rt.selfID))
+			continue
+		}
+		w.deliver(c, ad)
+	}
+	if len(m.Deliveries) >= ackedBatch {
+		w.replyQueue(c, router, m.RouterId).resp.Requests++ // acknowledged in the next flush
 	}
 }
 
@@ -182,13 +221,19 @@ func (w *agentWorker) finish(c actor.Context, d *agentDeliver, o *messages.Deliv
 	switch {
 	case d.done != nil:
 		d.done <- o
+	case d.batch != nil:
+		d.batch.set(d.idx, o)
 	case d.router != nil:
-		w.reply(c, &agentResult{router: d.router, routerKey: d.routerKey, session: d.session, outcome: o})
+		d.outcome = o
+		w.reply(c, (*agentResult)(d))
 	}
 }
 
 // reply queues an outcome for its router; the queue is flushed after the current mailbox run.
 func (w *agentWorker) reply(c actor.Context, r *agentResult) {
+	if !r.direct && w.awaiting > 0 {
+		w.awaiting--
+	}
 	rb := w.replyQueue(c, r.router, r.routerKey)
 	r.outcome.WorkerId = "" // the response names the worker once; the router fills it in
 	rb.resp.Results = append(rb.resp.Results, &messages.AgentDeliveryResult{Session: r.session, Outcome: r.outcome})
@@ -213,6 +258,37 @@ func (w *agentWorker) replyQueue(c actor.Context, router *actor.PID, routerKey s
 	return rb
 }
 
+// replyHold is how long the worker holds the outcomes of requests of several deliveries while
+// more of their deliveries are being handled: their agents answer one by one from their own
+// goroutines, and a response per mailbox run of the worker meant one remote message per two
+// outcomes or so under load. The outcomes go out once every forwarded delivery is answered, with
+// an acknowledgement, when MaxBatch of them are queued, or after replyHold, whichever comes
+// first: a slow agent delays its request's other outcomes by replyHold at most. A lone delivery
+// is answered by its agent straight to the router and never held.
+const replyHold = 500 * time.Microsecond
+
+// acking reports whether a queued response acknowledges requests (it goes out at once: the
+// router's send window waits for it).
+func (w *agentWorker) acking() bool {
+	for _, rb := range w.replies {
+		if rb.resp.Requests > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// hold arms the delayed flush of the queued outcomes, unless one is armed.
+func (w *agentWorker) hold(c actor.Context) {
+	if w.held {
+		return
+	}
+	self := c.Self()
+	if w.held = w.rt.group.After(replyHold, func() { w.rt.system.Root.Send(self, agentWorkerHeldFlush{}) }); !w.held {
+		w.flush(c) // the node is stopping
+	}
+}
+
 // flush sends the queued outcomes: one AgentSendResponse per router.
 func (w *agentWorker) flush(c actor.Context) {
 	w.flushing = false
@@ -225,8 +301,18 @@ func (w *agentWorker) flush(c actor.Context) {
 // enqueuePublish forwards a publish batch's deliveries and returns the acknowledgement.
 func (w *agentWorker) enqueuePublish(c actor.Context, b *messages.AgentPublishBatch) *messages.AgentPublishAck {
 	ack := &messages.AgentPublishAck{WorkerId: w.rt.selfID, Session: b.Session}
-	for _, env := range b.Envelopes {
-		d := &agentDeliver{env: env, tenant: env.GetSnapshot().GetTenantId()}
+	envs := b.Envelopes
+	if b.Envelope != nil { // the envelope once, with its recipients
+		envs = make([]*messages.MessageEnvelope, 0, len(envs)+len(b.Recipients))
+		envs = append(envs, b.Envelopes...)
+		for _, id := range b.Recipients {
+			envs = append(envs, publishedTo(b.Envelope, id))
+		}
+	}
+	ds := make([]agentDeliver, len(envs)) // one allocation per batch
+	for i, env := range envs {
+		d := &ds[i]
+		*d = agentDeliver{env: env, tenant: env.GetSnapshot().GetTenantId()}
 		spec, refused := w.rt.check(env, d.tenant)
 		if refused == nil && agents.ValidateAgentID(env.GetRecipient()) != nil {
 			refused = agents.Undeliverable(agents.Reason(agents.ReasonNoLiveOwner, "invalid recipient"), w.rt.selfID)

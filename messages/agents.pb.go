@@ -742,13 +742,19 @@ func (x *AgentSendResponse) GetRequests() uint32 {
 	return 0
 }
 
-// AgentPublishBatch carries the concrete deliveries of one publish for one worker: each envelope
-// names its recipient. The worker answers with AgentPublishAck once they are enqueued.
+// AgentPublishBatch carries the concrete deliveries of one publish for one worker, in either of
+// two forms: envelopes, each naming its recipient; or the published envelope once (without
+// recipient) and its recipients, each of which gets a copy of envelope with its recipient set.
+// Routers use the second form for workers whose registration sets publish_recipients (the
+// message is encoded and decoded once per worker, not once per recipient). The worker answers
+// with AgentPublishAck once the deliveries are enqueued.
 type AgentPublishBatch struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	RouterId      string                 `protobuf:"bytes,1,opt,name=router_id,json=routerId,proto3" json:"router_id,omitempty"`
 	Session       uint64                 `protobuf:"varint,2,opt,name=session,proto3" json:"session,omitempty"`
 	Envelopes     []*MessageEnvelope     `protobuf:"bytes,3,rep,name=envelopes,proto3" json:"envelopes,omitempty"`
+	Envelope      *MessageEnvelope       `protobuf:"bytes,4,opt,name=envelope,proto3" json:"envelope,omitempty"`
+	Recipients    []*AgentId             `protobuf:"bytes,5,rep,name=recipients,proto3" json:"recipients,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -800,6 +806,20 @@ func (x *AgentPublishBatch) GetSession() uint64 {
 func (x *AgentPublishBatch) GetEnvelopes() []*MessageEnvelope {
 	if x != nil {
 		return x.Envelopes
+	}
+	return nil
+}
+
+func (x *AgentPublishBatch) GetEnvelope() *MessageEnvelope {
+	if x != nil {
+		return x.Envelope
+	}
+	return nil
+}
+
+func (x *AgentPublishBatch) GetRecipients() []*AgentId {
+	if x != nil {
+		return x.Recipients
 	}
 	return nil
 }
@@ -886,8 +906,10 @@ type AgentWorkerRegistration struct {
 	Types         []*AgentType           `protobuf:"bytes,5,rep,name=types,proto3" json:"types,omitempty"`
 	Subscriptions []*Subscription        `protobuf:"bytes,6,rep,name=subscriptions,proto3" json:"subscriptions,omitempty"`
 	Leaving       bool                   `protobuf:"varint,7,opt,name=leaving,proto3" json:"leaving,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// publish_recipients says the worker takes AgentPublishBatch's envelope-and-recipients form.
+	PublishRecipients bool `protobuf:"varint,8,opt,name=publish_recipients,json=publishRecipients,proto3" json:"publish_recipients,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *AgentWorkerRegistration) Reset() {
@@ -965,6 +987,13 @@ func (x *AgentWorkerRegistration) GetSubscriptions() []*Subscription {
 func (x *AgentWorkerRegistration) GetLeaving() bool {
 	if x != nil {
 		return x.Leaving
+	}
+	return false
+}
+
+func (x *AgentWorkerRegistration) GetPublishRecipients() bool {
+	if x != nil {
+		return x.PublishRecipients
 	}
 	return false
 }
@@ -1202,16 +1231,20 @@ const file_messages_agents_proto_rawDesc = "" +
 	"\x11AgentSendResponse\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x126\n" +
 	"\aresults\x18\x02 \x03(\v2\x1c.dair.v1.AgentDeliveryResultR\aresults\x12\x1a\n" +
-	"\brequests\x18\x03 \x01(\rR\brequests\"\x82\x01\n" +
+	"\brequests\x18\x03 \x01(\rR\brequests\"\xea\x01\n" +
 	"\x11AgentPublishBatch\x12\x1b\n" +
 	"\trouter_id\x18\x01 \x01(\tR\brouterId\x12\x18\n" +
 	"\asession\x18\x02 \x01(\x04R\asession\x126\n" +
-	"\tenvelopes\x18\x03 \x03(\v2\x18.dair.v1.MessageEnvelopeR\tenvelopes\"|\n" +
+	"\tenvelopes\x18\x03 \x03(\v2\x18.dair.v1.MessageEnvelopeR\tenvelopes\x124\n" +
+	"\benvelope\x18\x04 \x01(\v2\x18.dair.v1.MessageEnvelopeR\benvelope\x120\n" +
+	"\n" +
+	"recipients\x18\x05 \x03(\v2\x10.dair.v1.AgentIdR\n" +
+	"recipients\"|\n" +
 	"\x0fAgentPublishAck\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
 	"\asession\x18\x02 \x01(\x04R\asession\x12\x1a\n" +
 	"\baccepted\x18\x03 \x01(\x05R\baccepted\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"\x84\x02\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xb3\x02\n" +
 	"\x17AgentWorkerRegistration\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x18\n" +
@@ -1219,7 +1252,8 @@ const file_messages_agents_proto_rawDesc = "" +
 	"\aversion\x18\x04 \x01(\x04R\aversion\x12(\n" +
 	"\x05types\x18\x05 \x03(\v2\x12.dair.v1.AgentTypeR\x05types\x12;\n" +
 	"\rsubscriptions\x18\x06 \x03(\v2\x15.dair.v1.SubscriptionR\rsubscriptions\x12\x18\n" +
-	"\aleaving\x18\a \x01(\bR\aleaving\"M\n" +
+	"\aleaving\x18\a \x01(\bR\aleaving\x12-\n" +
+	"\x12publish_recipients\x18\b \x01(\bR\x11publishRecipients\"M\n" +
 	"\x14AgentRegistrationAck\x12\x1b\n" +
 	"\trouter_id\x18\x01 \x01(\tR\brouterId\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x04R\aversion\"T\n" +
@@ -1277,14 +1311,16 @@ var file_messages_agents_proto_depIdxs = []int32{
 	5,  // 7: dair.v1.AgentDeliveryResult.outcome:type_name -> dair.v1.DeliveryOutcome
 	9,  // 8: dair.v1.AgentSendResponse.results:type_name -> dair.v1.AgentDeliveryResult
 	4,  // 9: dair.v1.AgentPublishBatch.envelopes:type_name -> dair.v1.MessageEnvelope
-	1,  // 10: dair.v1.AgentWorkerRegistration.types:type_name -> dair.v1.AgentType
-	6,  // 11: dair.v1.AgentWorkerRegistration.subscriptions:type_name -> dair.v1.Subscription
-	13, // 12: dair.v1.AgentHealthReply.registration:type_name -> dair.v1.AgentWorkerRegistration
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	4,  // 10: dair.v1.AgentPublishBatch.envelope:type_name -> dair.v1.MessageEnvelope
+	2,  // 11: dair.v1.AgentPublishBatch.recipients:type_name -> dair.v1.AgentId
+	1,  // 12: dair.v1.AgentWorkerRegistration.types:type_name -> dair.v1.AgentType
+	6,  // 13: dair.v1.AgentWorkerRegistration.subscriptions:type_name -> dair.v1.Subscription
+	13, // 14: dair.v1.AgentHealthReply.registration:type_name -> dair.v1.AgentWorkerRegistration
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_messages_agents_proto_init() }

@@ -18,6 +18,8 @@ var (
 	ErrInvalidSubscription = errors.New("agents: invalid subscription")
 	// ErrNoTenant is returned by ValidateEnvelope when the envelope has no snapshot tenant.
 	ErrNoTenant = errors.New("agents: message has no tenant")
+	// ErrSessionID is returned by Sessions.OpenID for an id outside CallerSessions or in use.
+	ErrSessionID = errors.New("agents: invalid session id")
 )
 
 // Defaults of Config, as seed 003 names them.

@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/dairuntime/dair/messages"
@@ -51,16 +52,34 @@ func NewSessions[T any]() *Sessions[T] {
 // health, and returns its id (never 0).
 func (s *Sessions[T]) Open(worker string, value T, now, deadline time.Time, rpcTimeout time.Duration) uint64 {
 	s.next++
+	s.open(s.next, worker, value, now, deadline, rpcTimeout)
+	return s.next
+}
+
+func (s *Sessions[T]) open(id uint64, worker string, value T, now, deadline time.Time, rpcTimeout time.Duration) {
 	rpc := now.Add(rpcTimeout)
 	if deadline.IsZero() {
 		deadline = rpc
 	}
-	s.m[s.next] = &session[T]{worker: worker, deadline: deadline, rpcDeadline: rpc, value: value}
+	s.m[id] = &session[T]{worker: worker, deadline: deadline, rpcDeadline: rpc, value: value}
 	s.pending++
 	if first := earliest(deadline, rpc); s.wake.IsZero() || first.Before(s.wake) {
 		s.wake = first
 	}
-	return s.next
+}
+
+// CallerSessions marks the session ids a router's callers choose themselves (OpenID): the ids
+// with this bit set, which Open never returns.
+const CallerSessions = uint64(1) << 63
+
+// OpenID is Open with the id chosen by the caller (a sender that sends its request itself and
+// has the router track it): id must have the CallerSessions bit and not be in the table.
+func (s *Sessions[T]) OpenID(id uint64, worker string, value T, now, deadline time.Time, rpcTimeout time.Duration) error {
+	if id&CallerSessions == 0 || s.m[id] != nil {
+		return fmt.Errorf("%w: %#x", ErrSessionID, id)
+	}
+	s.open(id, worker, value, now, deadline, rpcTimeout)
+	return nil
 }
 
 // Resolve applies the worker's outcome to session id. It returns the resolution when the

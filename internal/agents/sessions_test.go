@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -164,6 +165,42 @@ func TestSessions_Expire_scansOnlyWhenDue(t *testing.T) {
 	}
 	if s.Pending() != 0 {
 		t.Fatalf("pending %d", s.Pending())
+	}
+}
+
+func TestSessions_OpenID_callerChosenIDs(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	s := NewSessions[string]()
+	own := s.Open("w", "router's", t0, t0.Add(time.Second), time.Minute)
+	tests := []struct {
+		name string
+		id   uint64
+		ok   bool
+	}{
+		{"an id with the caller bit", CallerSessions | own, true},
+		{"the same id again", CallerSessions | own, false},
+		{"an id without the caller bit", own + 1, false},
+		{"another caller id", CallerSessions | 7, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := s.OpenID(tt.id, "w", tt.name, t0, t0.Add(time.Second), time.Minute)
+			if (err == nil) != tt.ok || err != nil && !errors.Is(err, ErrSessionID) {
+				t.Fatalf("OpenID(%#x) = %v, want ok=%v", tt.id, err, tt.ok)
+			}
+		})
+	}
+	if s.Pending() != 3 {
+		t.Fatalf("pending %d, want 3", s.Pending())
+	}
+	if r, ok := s.Resolve(CallerSessions|own, Delivered(nil, "", "w")); !ok || r.Value != "an id with the caller bit" {
+		t.Fatalf("resolve the caller's session: %v %v", r, ok)
+	}
+	if r, ok := s.Resolve(own, Delivered(nil, "", "w")); !ok || r.Value != "router's" {
+		t.Fatalf("resolve the router's own session: %v %v", r, ok)
+	}
+	if rs, _ := s.Expire(t0.Add(time.Second)); len(rs) != 1 || rs[0].ID != CallerSessions|7 {
+		t.Fatalf("expire: %v", rs)
 	}
 }
 
