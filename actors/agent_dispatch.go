@@ -86,21 +86,29 @@ func (d *agentDispatcher) shutdown() {
 
 // Schedule runs fn (a mailbox run) on a parked goroutine, or a new one of the pool.
 func (d *agentDispatcher) Schedule(fn func()) {
-	d.mu.Lock()
-	if n := len(d.idle); n > 0 {
-		p := d.idle[n-1]
-		d.idle[n-1] = nil
-		d.idle = d.idle[:n-1]
-		d.mu.Unlock()
+	if p := d.take(); p != nil {
 		p.run <- fn
 		return
 	}
-	d.mu.Unlock()
 	if !d.pool.Go(func(context.Context) { d.loop(fn) }) {
 		// The pool stopped after every agent actor did: only a late run of an actor whose
 		// stop timed out gets here, and protoactor's own dispatcher would start a goroutine too.
 		go fn()
 	}
+}
+
+// take returns the goroutine parked last, off the idle list, or nil when none is parked.
+func (d *agentDispatcher) take() *agentPooled {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := len(d.idle)
+	if n == 0 {
+		return nil
+	}
+	p := d.idle[n-1]
+	d.idle[n-1] = nil
+	d.idle = d.idle[:n-1]
+	return p
 }
 
 // Throughput is the number of messages per mailbox run.

@@ -104,7 +104,7 @@ func (n *Node) startAgents(ctx context.Context) error {
 	}
 	rt := &agentRuntime{node: n, system: e.system, log: e.log.Named("agents"), cfg: e.cfg.Agents.WithDefaults(),
 		members: e.cfg.Cluster, selfID: e.incarnation, nodeID: e.nodeID, group: e.group, life: workgroup.New(), stopped: make(chan struct{})}
-	rt.dispatcher = newAgentDispatcher(e.group)
+	rt.dispatcher = e.mailboxes // the node's pool, rotated by the node
 	rt.slots = newAgentSlots()
 	rt.deadlines = newDeadlineWheel(time.Now())
 	cat := &agentCatalog{version: 1, types: map[string]*agentTypeSpec{}}
@@ -136,7 +136,6 @@ func (n *Node) startAgents(ctx context.Context) error {
 	rt.stopTicks = append(rt.stopTicks,
 		e.group.Tick(agentTick, func() { rt.system.Root.Send(rt.router, agentTickMsg{}) }),
 		e.group.Tick(deadlineTick, func() { rt.deadlines.advance(time.Now()) }),
-		e.group.Tick(agentPoolIdle, rt.dispatcher.rotate),
 		e.group.Tick(rt.cfg.IdleTimeout/2, func() { rt.system.Root.Send(rt.worker, agentSweepMsg{}) }))
 	if rt.members != nil {
 		rt.stopTicks = append(rt.stopTicks,

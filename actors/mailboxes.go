@@ -15,12 +15,11 @@ func (d *agentDispatcher) Go(fn func(ctx context.Context)) bool {
 		return false // stopping
 	}
 	run := func() { fn(ctx) }
-	select {
-	case d.work <- run:
+	if p := d.take(); p != nil {
+		p.run <- run
 		return true
-	default:
 	}
-	return d.pool.Go(func(ctx context.Context) { d.loop(ctx, run) })
+	return d.pool.Go(func(context.Context) { d.loop(run) })
 }
 
 // GoTimeout is Go with a context that also ends after timeout.
