@@ -1,12 +1,14 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dairuntime/dair/httpapi"
+	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/messages"
 	"github.com/dairuntime/dair/testkit"
 )
@@ -24,11 +26,18 @@ func TestServer_SubmitRun_tenantQueueFull(t *testing.T) {
 		t.Fatalf("PUT answered %+v", got)
 	}
 	first := f.submit(`{"pipeline":"three","tenant_id":"q","input":{"name":"a"}}`)
+	queues, ok := f.node.Store().(store.TenantQueues)
+	if !ok {
+		t.Fatal("the test store keeps no tenant queues")
+	}
 	testkit.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool {
 		var r httpapi.Run
 		f.call("GET", "/v1/runs/"+first.SharedRunID, "", http.StatusOK, &r)
-		return r.Status != messages.RunQueued && r.Status != messages.RunScaleOutRequested
-	}, "the first run took the bucket's token and was dispatched")
+		// A claimed run counts as queued until its claim is acknowledged, just after the
+		// dispatch: wait for both.
+		n, err := queues.QueuedCount(context.Background(), "q")
+		return r.Status != messages.RunQueued && r.Status != messages.RunScaleOutRequested && err == nil && n == 0
+	}, "the first run took the bucket's token, was dispatched and left the tenant's queue")
 	f.submit(`{"pipeline":"three","tenant_id":"q","input":{"name":"a"}}`)
 	second := f.submit(`{"pipeline":"three","tenant_id":"q","input":{"name":"a"}}`)
 
