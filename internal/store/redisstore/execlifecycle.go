@@ -114,19 +114,12 @@ return {0, created, redis.call('RPUSH', KEYS[4], ARGV[11])}
 // StartExecution creates the execution and marks its run running in one script. See
 // store.ExecutionLifecycle.
 func (s *Store) StartExecution(ctx context.Context, st store.ExecutionStart) (store.StartResult, error) {
-	x := proto.Clone(st.Execution).(*messages.Execution)
-	id, runID, op := x.ExecutionId, x.SharedRunId, "start execution "+x.ExecutionId
+	id, runID, op := st.Execution.GetExecutionId(), st.Execution.GetSharedRunId(), "start execution "+st.Execution.GetExecutionId()
 	if id == "" || runID == "" || st.Entry == nil {
 		return store.StartResult{}, fmt.Errorf("redisstore: start execution: empty execution or run id, or no entry")
 	}
 	now := s.now().UnixNano()
-	if x.CreatedAt == 0 {
-		x.CreatedAt = now
-	}
-	if x.UpdatedAt == 0 {
-		x.UpdatedAt = now
-	}
-	pb, err := marshal("execution", x)
+	x, pb, err := newExecutionRecord(st.Execution, now)
 	if err != nil {
 		return store.StartResult{}, err
 	}

@@ -34,14 +34,9 @@ func terminalExec(status string) string {
 	return "0"
 }
 
-// CreateExecution stores a new execution or returns store.ErrExists.
-func (s *Store) CreateExecution(ctx context.Context, e *messages.Execution) error {
-	id := e.GetExecutionId()
-	if id == "" {
-		return fmt.Errorf("redisstore: create execution: empty execution_id")
-	}
+// newExecutionRecord returns a copy of e with its timestamps set (now where zero), and its pb.
+func newExecutionRecord(e *messages.Execution, now int64) (*messages.Execution, []byte, error) {
 	x := proto.Clone(e).(*messages.Execution)
-	now := s.now().UnixNano()
 	if x.CreatedAt == 0 {
 		x.CreatedAt = now
 	}
@@ -49,6 +44,16 @@ func (s *Store) CreateExecution(ctx context.Context, e *messages.Execution) erro
 		x.UpdatedAt = now
 	}
 	pb, err := marshal("execution", x)
+	return x, pb, err
+}
+
+// CreateExecution stores a new execution or returns store.ErrExists.
+func (s *Store) CreateExecution(ctx context.Context, e *messages.Execution) error {
+	id := e.GetExecutionId()
+	if id == "" {
+		return fmt.Errorf("redisstore: create execution: empty execution_id")
+	}
+	x, pb, err := newExecutionRecord(e, s.now().UnixNano())
 	if err != nil {
 		return err
 	}
