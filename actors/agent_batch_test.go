@@ -48,22 +48,8 @@ func counts(t *testing.T, outs []*messages.DeliveryOutcome) []int {
 }
 
 func TestAgent_SendBatch_outcomesOnOneNode(t *testing.T) {
-	n := agentNode(t, agents.Config{})
+	n, probe := outcomeNode(t)
 	ctx := context.Background()
-	if err := n.RegisterAgentType(ctx, "fail", func(_ context.Context, _ *actors.Agent, env *messages.MessageEnvelope) ([]byte, error) {
-		if string(env.Payload) == "panic" {
-			panic("boom")
-		}
-		return nil, errors.New("no luck")
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.RegisterAgentType(ctx, "private", func(context.Context, *actors.Agent, *messages.MessageEnvelope) ([]byte, error) {
-		return []byte("ok"), nil
-	}, actors.ForTenants("globex")); err != nil {
-		t.Fatal(err)
-	}
-	probe := testkit.NewAgentProbe(t, "silent", []*actors.Node{n})
 	tests := []struct {
 		name   string
 		env    *messages.MessageEnvelope

@@ -28,7 +28,11 @@ func agentNode(t *testing.T, knobs agents.Config) *actors.Node {
 		AgentTypes: []string{actors.AgentEcho, actors.AgentCounter}, Agents: knobs}})
 }
 
-func TestAgent_Send_outcomesOnOneNode(t *testing.T) {
+// outcomeNode starts an agent node with the types the outcome tests send to: "fail" (an error,
+// or a panic for the payload "panic"), "private" (only tenant globex may reach it) and the
+// probe "silent" (which answers only when told to).
+func outcomeNode(t *testing.T) (*actors.Node, *testkit.AgentProbe) {
+	t.Helper()
 	n := agentNode(t, agents.Config{})
 	ctx := context.Background()
 	if err := n.RegisterAgentType(ctx, "fail", func(_ context.Context, _ *actors.Agent, env *messages.MessageEnvelope) ([]byte, error) {
@@ -45,6 +49,12 @@ func TestAgent_Send_outcomesOnOneNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	probe := testkit.NewAgentProbe(t, "silent", []*actors.Node{n})
+	return n, probe
+}
+
+func TestAgent_Send_outcomesOnOneNode(t *testing.T) {
+	n, probe := outcomeNode(t)
+	ctx := context.Background()
 	tests := []struct {
 		name    string
 		id      *messages.AgentId
