@@ -23,7 +23,7 @@ var faults = []fault{
 		file: "internal/store/boltstore/executions.go",
 		old: `	if x.GetEpoch() != c.Epoch {
 		return fmt.Errorf("boltstore: commit %s/%s epoch %d (current %d): %w", c.ExecutionID, stepID,
-			c.Epoch, x.GetEpoch(), store.ErrStaleEpoch), nil
+			c.Epoch, x.GetEpoch(), store.ErrStaleEpoch), nil, nil
 	}
 `,
 		new: "",
