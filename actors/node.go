@@ -240,11 +240,27 @@ func (n *Node) stopGroup(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopWait)
 	defer cancel()
 	if err := n.env.group.Stop(ctx); err != nil {
-		n.env.log.Error("background work outlived the stop", zap.Error(err), zap.String("goroutines", groupStacks()))
-		return fmt.Errorf("actors: background work outlived the stop: %w", err)
+		stacks := groupStacks()
+		n.env.log.Error("background work outlived the stop", zap.Error(err), zap.String("goroutines", stacks))
+		return &OutlivedStopError{Err: err, Stacks: stacks}
 	}
 	return nil
 }
+
+// OutlivedStopError is Node.Stop's error when background work of the node was still running
+// when the stop's wait ended. Stacks holds those goroutines' stacks (also logged), for a test
+// or an operator to tell which work it was.
+type OutlivedStopError struct {
+	Err    error
+	Stacks string
+}
+
+func (e *OutlivedStopError) Error() string {
+	return "actors: background work outlived the stop: " + e.Err.Error()
+}
+
+// Unwrap returns the worker group's error.
+func (e *OutlivedStopError) Unwrap() error { return e.Err }
 
 // groupStacks returns the stacks of the goroutines the worker group started, for the log of
 // a stop that they outlived.

@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -61,6 +62,10 @@ func StartNode(t testing.TB, opts NodeOptions) *actors.Node {
 	}
 	t.Cleanup(func() {
 		if err := n.Stop(context.Background()); err != nil {
+			var outlived *actors.OutlivedStopError
+			if errors.As(err, &outlived) {
+				t.Logf("testkit: the goroutines that outlived the stop:\n%s", outlived.Stacks)
+			}
 			t.Errorf("testkit: stop node: %v", err)
 		}
 	})
