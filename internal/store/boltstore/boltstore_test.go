@@ -167,13 +167,7 @@ func TestStore_Open_buildsTheLiveRunsIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := closeToRaw(t, st, path)
 	if err := db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("runs_live")) }); err != nil {
 		t.Fatal(err)
 	}
@@ -192,6 +186,21 @@ func TestStore_Open_buildsTheLiveRunsIndex(t *testing.T) {
 	if len(got) != 2 || got[0].SharedRunId != "r2" || got[1].SharedRunId != "r0" {
 		t.Fatalf("queued runs after the rebuild: %v", got)
 	}
+}
+
+// closeToRaw closes st and opens its file at path as a bare bbolt database (closed at the end
+// of the test unless the test closes it first), to read or change what the store wrote.
+func closeToRaw(t *testing.T, st *boltstore.Store, path string) *bolt.DB {
+	t.Helper()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
 }
 
 // BenchmarkExecutionLifecycle measures a run's start and end writes (fsync on), in separate

@@ -36,14 +36,7 @@ func TestStore_ExecutionLifecycle_keepsIndexes(t *testing.T) {
 		Entry: &messages.LedgerEntry{Kind: messages.KindRunSucceeded}, InstanceID: "i1"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = db.Close() }()
+	db := closeToRaw(t, st, path)
 	err = db.View(func(tx *bolt.Tx) error {
 		if err := tx.Bucket([]byte("runs_live")).ForEach(func(k, _ []byte) error {
 			if bytes.HasSuffix(k, []byte("r1")) {
