@@ -87,31 +87,44 @@ func benchBatches(b *testing.B, n *actors.Node) {
 	if outs, err := batch(0, benchKeys); err != nil || outs[0].Status != messages.DeliveryOutcome_DELIVERED {
 		b.Fatalf("warm-up batch: %v", err)
 	}
-	var next, failed atomic.Int64
-	lat := make([][]time.Duration, batchSenders)
+	var next atomic.Int64
+	elapsed, all := timedSenders(b, batchSenders, func(lat *[]time.Duration, failed *atomic.Int64) {
+		for end := next.Add(batchSize); end-batchSize < int64(b.N); end = next.Add(batchSize) {
+			from, to := end-batchSize, min(end, int64(b.N))
+			t0 := time.Now()
+			outs, err := batch(from, to)
+			*lat = append(*lat, time.Since(t0))
+			for _, o := range outs {
+				if o.Status != messages.DeliveryOutcome_DELIVERED {
+					failed.Add(1)
+				}
+			}
+			if err != nil {
+				failed.Add(to - from)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
+	b.ReportMetric(float64(all[len(all)/2]), "batch-p50-ns")
+}
+
+// timedSenders runs `callers` goroutines of send (each appending its latencies to lat and
+// counting undelivered messages in failed) as the timed part of b, logs the CPU per message and
+// fails b if any of its b.N messages was not delivered. It returns the wall time and every
+// latency, sorted.
+func timedSenders(b *testing.B, callers int, send func(lat *[]time.Duration, failed *atomic.Int64)) (time.Duration, []time.Duration) {
+	var failed atomic.Int64
+	lat := make([][]time.Duration, callers)
 	var wg sync.WaitGroup
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := processCPU(b)
 	start := time.Now()
-	for g := range batchSenders {
+	for g := range callers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for end := next.Add(batchSize); end-batchSize < int64(b.N); end = next.Add(batchSize) {
-				from, to := end-batchSize, min(end, int64(b.N))
-				t0 := time.Now()
-				outs, err := batch(from, to)
-				lat[g] = append(lat[g], time.Since(t0))
-				for _, o := range outs {
-					if o.Status != messages.DeliveryOutcome_DELIVERED {
-						failed.Add(1)
-					}
-				}
-				if err != nil {
-					failed.Add(to - from)
-				}
-			}
+			send(&lat[g], &failed)
 		}()
 	}
 	wg.Wait()
@@ -123,8 +136,7 @@ func benchBatches(b *testing.B, n *actors.Node) {
 	}
 	all := slices.Concat(lat...)
 	slices.Sort(all)
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
-	b.ReportMetric(float64(all[len(all)/2]), "batch-p50-ns")
+	return elapsed, all
 }
 
 // benchSends sends b.N echo messages from n with `conc` senders and reports msgs/s (and the
@@ -142,36 +154,17 @@ func benchSends(b *testing.B, n *actors.Node, conc int) {
 	}
 	payload := []byte(`{"n":1}`)
 	var next atomic.Int64
-	var failed atomic.Int64
-	lat := make([][]time.Duration, conc)
-	var wg sync.WaitGroup
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu0 := processCPU(b)
-	start := time.Now()
-	for g := range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			mine := make([]time.Duration, 0, b.N/conc+1)
-			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
-				t0 := time.Now()
-				o, err := n.SendAgent(ctx, ids[i%benchKeys], payload, snap, 10*time.Second)
-				mine = append(mine, time.Since(t0))
-				if err != nil || o.Status != messages.DeliveryOutcome_DELIVERED {
-					failed.Add(1)
-				}
+	elapsed, loaded := timedSenders(b, conc, func(lat *[]time.Duration, failed *atomic.Int64) {
+		*lat = make([]time.Duration, 0, b.N/conc+1)
+		for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+			t0 := time.Now()
+			o, err := n.SendAgent(ctx, ids[i%benchKeys], payload, snap, 10*time.Second)
+			*lat = append(*lat, time.Since(t0))
+			if err != nil || o.Status != messages.DeliveryOutcome_DELIVERED {
+				failed.Add(1)
 			}
-			lat[g] = mine
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
-	logCPU(b, cpu0, b.N, elapsed)
-	if f := failed.Load(); f > 0 {
-		b.Fatalf("%d of %d sends not delivered", f, b.N)
-	}
+		}
+	})
 	if d, err := n.AgentDirectory(ctx); err == nil {
 		for _, w := range d.Workers {
 			if w.SendBatches > 0 {
@@ -179,8 +172,6 @@ func benchSends(b *testing.B, n *actors.Node, conc int) {
 			}
 		}
 	}
-	loaded := slices.Concat(lat...)
-	slices.Sort(loaded)
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
 	b.ReportMetric(float64(loaded[len(loaded)/2]), "loaded-p50-ns")
 	rtt := make([]time.Duration, 0, min(b.N, rttSends))
