@@ -55,12 +55,13 @@ func Start(ctx context.Context, system *actor.ActorSystem, cfg Config) (*Members
 	if err != nil {
 		return nil, err
 	}
+	serverOpts := guardOptions(cfg.Logger.Named("remote"))
 	var opts []remote.ConfigOption
 	if cfg.RemoteTLS != nil {
-		opts = append(opts,
-			remote.WithServerOptions(grpc.Creds(credentials.NewTLS(cfg.RemoteTLS.Clone()))),
-			remote.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(cfg.RemoteTLS.Clone()))))
+		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(cfg.RemoteTLS.Clone())))
+		opts = append(opts, remote.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(cfg.RemoteTLS.Clone()))))
 	}
+	opts = append(opts, remote.WithServerOptions(serverOpts...))
 	rcfg := remote.Configure(cfg.ActorHost, cfg.ActorPort, opts...)
 	r := remote.NewRemote(system, rcfg)
 	if cfg.noServe {
