@@ -46,6 +46,12 @@ const (
 // the request's, unless Agent.SetContentType changes it); an error becomes an ERROR outcome with
 // its message, and so does a panic. Handlers must not modify env. A handler that sends to an
 // agent which sends back to it waits for itself until the deadline.
+//
+// When a local SendAgent finds its agent active and idle, the handler runs on the caller's
+// goroutine (the caller waits for its answer anyway; no goroutine is woken twice). The
+// deadline then holds through ctx: a handler that ignores ctx keeps such a caller waiting past
+// the deadline, and its answer is still reported as TIMEOUT. Register a type with OnOwnGoroutine
+// when its handler may ignore ctx and callers must get their answer at the deadline.
 type AgentHandler func(ctx context.Context, a *Agent, env *messages.MessageEnvelope) ([]byte, error)
 
 // AgentTypeOption configures RegisterAgentType.
@@ -58,11 +64,20 @@ func ForTenants(tenants ...string) AgentTypeOption {
 	return func(s *agentTypeSpec) { s.tenants = append([]string(nil), tenants...) }
 }
 
+// OnOwnGoroutine makes every message of an agent type run on its agent's mailbox goroutine,
+// never on a local caller's (see AgentHandler): a caller then always gets its outcome at the
+// deadline, whatever the handler does, for the cost of two goroutine wake-ups per send.
+func OnOwnGoroutine() AgentTypeOption {
+	return func(s *agentTypeSpec) { s.ownGoroutine = true }
+}
+
 // agentTypeSpec is one registered agent type.
 type agentTypeSpec struct {
 	name    string
 	handler AgentHandler
 	tenants []string
+	// ownGoroutine: never run on a caller's goroutine (OnOwnGoroutine).
+	ownGoroutine bool
 }
 
 // Agent is the running agent a handler works for: its id, its tenant and its state. It is owned

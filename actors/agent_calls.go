@@ -84,7 +84,12 @@ func (rt *agentRuntime) send(ctx context.Context, env *messages.MessageEnvelope)
 		}
 		d := &agentDeliver{env: env, tenant: tenant, spec: spec, done: done}
 		if slot := rt.slots.get(agents.KeyOf(tenant, env.Recipient)); slot != nil && slot.acquire() {
-			rt.system.Root.Send(slot.pid, d) // the active agent, past the worker
+			if rt.deliverActive(slot, d, deadline) {
+				<-done // the handler outlived the deadline: its answer is late, as it would be for a waiting caller
+				outcomeChans.Put(done)
+				return agents.TimedOut(agents.Reason(agents.ReasonDeadlineExceeded, "agent %s/%s answered after the deadline",
+					env.Recipient.Type, env.Recipient.Key), rt.selfID), nil
+			}
 		} else {
 			rt.system.Root.Send(rt.worker, &agentLocalSend{env: env, tenant: tenant, done: done, deliver: d})
 		}
@@ -92,6 +97,21 @@ func (rt *agentRuntime) send(ctx context.Context, env *messages.MessageEnvelope)
 		defer rt.endRemote(rt.sendRemote(env, tenant, done, route.Worker)) // sent now, ended on return
 	}
 	return rt.await(ctx, env, done, deadline, route.Worker.ID)
+}
+
+// deliverActive hands d to the active agent of slot, past the worker: on the caller's goroutine
+// when the agent is idle (agentMailbox.postInline), unless its type runs on its own goroutine.
+// It reports whether the handler ran here and answered after deadline.
+func (rt *agentRuntime) deliverActive(slot *agentSlot, d *agentDeliver, deadline time.Time) (late bool) {
+	if d.spec.ownGoroutine {
+		slot.mailbox.PostUserMessage(d)
+		return false
+	}
+	if !slot.mailbox.postInline(d) {
+		return false
+	}
+	rt.inlineRuns.Add(1)
+	return !time.Now().Before(deadline)
 }
 
 // deadline returns when the caller of env stops waiting: env's deadline, else the RPC timeout

@@ -76,9 +76,11 @@ type agentRuntime struct {
 
 	accepting atomic.Bool  // new sends and publishes are taken
 	inflight  atomic.Int64 // facade calls in progress
-	stopped   chan struct{}
-	stopOnce  sync.Once
-	stopTicks []func()
+	// inlineRuns counts the local sends handled on their caller's goroutine (postInline).
+	inlineRuns atomic.Uint64
+	stopped    chan struct{}
+	stopOnce   sync.Once
+	stopTicks  []func()
 }
 
 // agentCatalog is one immutable version of the worker's catalog.

@@ -31,8 +31,11 @@ type agentSlots struct {
 // worker closes the slot before it passivates the agent, so that the count it compares with
 // what the agent handled is final; a caller that finds the slot closed goes through the worker.
 type agentSlot struct {
-	pid   *actor.PID
-	state atomic.Uint64 // slotClosed | direct deliveries
+	pid *actor.PID
+	// mailbox is the agent's mailbox: a local caller posts to it directly (and handles its own
+	// message inline when the agent is idle, see agentMailbox.postInline).
+	mailbox *agentMailbox
+	state   atomic.Uint64 // slotClosed | direct deliveries
 }
 
 func newAgentSlots() *agentSlots {

@@ -170,6 +170,9 @@ func TestAgent_Send_orderPerSenderUnderConcurrentSenders(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	if actors.AgentInlineRuns(n) == 0 {
+		t.Fatal("no send ran on its caller's goroutine: the test no longer mixes inline and mailbox runs")
+	}
 	var all []int
 	for s, cs := range counts {
 		if !slices.IsSorted(cs) || slices.Contains(cs, -1) {

@@ -209,8 +209,9 @@ func (w *agentWorker) activate(c actor.Context, key agents.Key, id *messages.Age
 	state := w.states[key]
 	delete(w.states, key)
 	a := &agentActor{rt: w.rt, key: key, agent: Agent{id: id, tenant: key.Tenant, state: state, node: w.rt.node}}
-	pid := c.Spawn(actor.PropsFromProducer(func() actor.Actor { return a }, actor.WithDispatcher(w.rt.dispatcher)))
-	ch := &agentChild{pid: pid, slot: &agentSlot{pid: pid}}
+	withMailbox, mb := agentMailboxProps()
+	pid := c.Spawn(actor.PropsFromProducer(func() actor.Actor { return a }, actor.WithDispatcher(w.rt.dispatcher), withMailbox))
+	ch := &agentChild{pid: pid, slot: &agentSlot{pid: pid, mailbox: mb}}
 	w.children[key] = ch
 	w.rt.slots.put(key, ch.slot)
 	return ch

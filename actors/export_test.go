@@ -11,3 +11,6 @@ func InjectExecutionPanic(ctx context.Context, n *Node, runID string) error {
 // AgentCallsInFlight returns how many facade calls (sends, publishes) of n's agent runtime are
 // in progress: accepted, not yet answered.
 func AgentCallsInFlight(n *Node) int64 { return n.agents.inflight.Load() }
+
+// AgentInlineRuns returns how many local sends of n ran their handler on the caller's goroutine.
+func AgentInlineRuns(n *Node) uint64 { return n.agents.inlineRuns.Load() }
