@@ -20,6 +20,7 @@ import (
 	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/api"
 	"github.com/dairuntime/dair/internal/ids"
+	"github.com/dairuntime/dair/internal/server"
 	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/internal/store/boltstore"
 	"github.com/dairuntime/dair/internal/store/redisstore"
@@ -44,8 +45,10 @@ steps:
 `
 
 // benchAPI starts a node configured as actors' benchNode (one dedicated instance of slots run
-// slots for tenant "bench") on the given backend, behind a real HTTP server on 127.0.0.1.
-func benchAPI(b *testing.B, backend testkit.Backend, r *testkit.Redis, slots int) (*httptest.Server, *http.Client) {
+// slots for tenant "bench") on the given backend, behind a real HTTP server on 127.0.0.1 that
+// the returned client reaches over HTTP/1.1, or over HTTP/2 with prior knowledge (h2c: many
+// streams on one connection) when h2c is set.
+func benchAPI(b *testing.B, backend testkit.Backend, r *testkit.Redis, slots int, h2c bool) (*httptest.Server, *http.Client) {
 	b.Helper()
 	ctx := context.Background()
 	var (
@@ -90,9 +93,14 @@ func benchAPI(b *testing.B, backend testkit.Backend, r *testkit.Redis, slots int
 	}); err != nil {
 		b.Fatal(err)
 	}
-	srv := httptest.NewServer(api.New(api.Config{Node: n}))
+	srv := httptest.NewUnstartedServer(api.New(api.Config{Node: n}))
+	srv.Config.Protocols = server.Protocols() // what dair serves: HTTP/1.1 and h2c
+	var protos http.Protocols
+	protos.SetHTTP1(!h2c)
+	protos.SetUnencryptedHTTP2(h2c)
+	srv.Start()
 	b.Cleanup(srv.Close)
-	tr := &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, IdleConnTimeout: time.Minute}
+	tr := &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, IdleConnTimeout: time.Minute, Protocols: &protos}
 	b.Cleanup(tr.CloseIdleConnections)
 	return srv, &http.Client{Transport: tr}
 }
@@ -146,7 +154,13 @@ func streamIDs(ctx context.Context, c *http.Client, base, runID string, onFirst 
 	if resp.StatusCode != http.StatusOK {
 		return nil, "", fmt.Errorf("events = %d", resp.StatusCode)
 	}
-	sc := bufio.NewScanner(resp.Body)
+	return readEvents(resp.Body, onFirst)
+}
+
+// readEvents reads an event stream to its end and returns the event ids and the last kind.
+// onFirst, if set, is called after the first event.
+func readEvents(body io.Reader, onFirst func()) (idsSeen []int64, kind string, err error) {
+	sc := bufio.NewScanner(body)
 	for sc.Scan() {
 		line := sc.Bytes()
 		switch {
@@ -166,59 +180,97 @@ func streamIDs(ctx context.Context, c *http.Client, base, runID string, onFirst 
 	return idsSeen, kind, sc.Err()
 }
 
+// benchInvoke posts a run of pipeline for tenant "bench" to the invoke endpoint and reads the
+// event stream it answers with to its end, returning the last event kind.
+func benchInvoke(ctx context.Context, c *http.Client, base, pipeline string) (kind string, err error) {
+	body := `{"pipeline":"` + pipeline + `","tenant_id":"bench"}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/sessions/bench-session/invoke", strings.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		if cerr := resp.Body.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("invoke = %d", resp.StatusCode)
+	}
+	_, kind, err = readEvents(resp.Body, nil)
+	return kind, err
+}
+
 // BenchmarkHTTPRuns3Step measures runs per second and submit-to-success latency of a 3-step
-// no-op pipeline through the HTTP API: each run is POST /v1/runs followed by its event stream
-// read to run_succeeded, 512 runs in flight, on the node configuration of actors'
-// BenchmarkRuns3Step (the in-process figure to compare with).
+// no-op pipeline through the HTTP API, 512 runs in flight, on the node configuration of actors'
+// BenchmarkRuns3Step (the in-process figure to compare with). Two ways to run one and follow
+// it to run_succeeded: submit+events (POST /v1/runs, then GET /v1/runs/{id}/events: two
+// requests) and invoke (POST /v1/sessions/{id}/invoke, which answers with the run's event
+// stream: one request).
 func BenchmarkHTTPRuns3Step(b *testing.B) {
 	testkit.RequireRedis(b)
 	r := testkit.StartRedis(b, testkit.RedisOptions{AOF: true, AppendFsync: "everysec"})
 	for _, backend := range testkit.Backends {
-		b.Run(string(backend), func(b *testing.B) {
-			srv, c := benchAPI(b, backend, r, 2048)
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			var (
-				mu     sync.Mutex // guards lat
-				lat    = make([]time.Duration, 0, b.N)
-				failed atomic.Int64
-				wg     sync.WaitGroup
-			)
-			sem := make(chan struct{}, 512)
-			b.ResetTimer()
-			start := time.Now()
-			for i := 0; i < b.N; i++ {
-				sem <- struct{}{}
-				wg.Add(1)
-				go func() {
-					defer func() { <-sem; wg.Done() }()
-					t0 := time.Now()
-					id, err := benchSubmit(ctx, c, srv.URL, "three-noop")
-					if err != nil {
-						failed.Add(1)
-						return
-					}
-					_, kind, err := streamIDs(ctx, c, srv.URL, id, nil)
-					if err != nil || kind != messages.KindRunSucceeded {
-						failed.Add(1)
-						return
-					}
-					d := time.Since(t0)
-					mu.Lock()
-					lat = append(lat, d)
-					mu.Unlock()
-				}()
+		for _, flow := range []string{"submit+events", "invoke"} {
+			for _, proto := range []string{"h1", "h2c"} {
+				b.Run(string(backend)+"/"+flow+"/"+proto, func(b *testing.B) { benchHTTPRuns(b, backend, r, flow == "invoke", proto == "h2c") })
 			}
-			wg.Wait()
-			el := time.Since(start)
-			b.StopTimer()
-			if f := failed.Load(); f > 0 {
-				b.Fatalf("%d runs did not succeed", f)
-			}
-			b.ReportMetric(float64(b.N)/el.Seconds(), "runs/s")
-			testkit.ReportLatency(b, lat)
-		})
+		}
 	}
+}
+
+func benchHTTPRuns(b *testing.B, backend testkit.Backend, r *testkit.Redis, invoke, h2c bool) {
+	srv, c := benchAPI(b, backend, r, 2048, h2c)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var (
+		mu     sync.Mutex // guards lat
+		lat    = make([]time.Duration, 0, b.N)
+		failed atomic.Int64
+		wg     sync.WaitGroup
+	)
+	sem := make(chan struct{}, 512)
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			t0 := time.Now()
+			var (
+				kind string
+				err  error
+			)
+			if invoke {
+				kind, err = benchInvoke(ctx, c, srv.URL, "three-noop")
+			} else {
+				var id string
+				if id, err = benchSubmit(ctx, c, srv.URL, "three-noop"); err == nil {
+					_, kind, err = streamIDs(ctx, c, srv.URL, id, nil)
+				}
+			}
+			if err != nil || kind != messages.KindRunSucceeded {
+				failed.Add(1)
+				return
+			}
+			d := time.Since(t0)
+			mu.Lock()
+			lat = append(lat, d)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	b.StopTimer()
+	if f := failed.Load(); f > 0 {
+		b.Fatalf("%d runs did not succeed", f)
+	}
+	b.ReportMetric(float64(b.N)/el.Seconds(), "runs/s")
+	testkit.ReportLatency(b, lat)
 }
 
 // BenchmarkRunLatency measures the end-to-end latency of one 3-step no-op run at a time
@@ -229,7 +281,7 @@ func BenchmarkRunLatency(b *testing.B) {
 	r := testkit.StartRedis(b, testkit.RedisOptions{AOF: true, AppendFsync: "everysec"})
 	for _, backend := range testkit.Backends {
 		b.Run(string(backend), func(b *testing.B) {
-			srv, c := benchAPI(b, backend, r, 64)
+			srv, c := benchAPI(b, backend, r, 64, false)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			lat := make([]time.Duration, 0, b.N)

@@ -157,3 +157,38 @@ func TestRun_Start_errors(t *testing.T) {
 		})
 	}
 }
+
+// TestRun_Serve_h2cAndHTTP1OnOnePort: the API answers HTTP/1.1 and HTTP/2 with prior knowledge
+// on the same port, event streams included.
+func TestRun_Serve_h2cAndHTTP1OnOnePort(t *testing.T) {
+	pipes := writeFiles(t, map[string]string{"hello.yaml": strings.ReplaceAll(goodPipeline, "%s", "hello")})
+	opts := DevOptions()
+	opts.DataDir, opts.PipelinesDir = t.TempDir(), pipes
+	s := startRun(t, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		proto string
+		set   func(p *http.Protocols)
+	}{
+		{"HTTP/1.1", func(p *http.Protocols) { p.SetHTTP1(true) }},
+		{"HTTP/2.0", func(p *http.Protocols) { p.SetUnencryptedHTTP2(true) }},
+	} {
+		var p http.Protocols
+		tc.set(&p)
+		tr := &http.Transport{Protocols: &p}
+		t.Cleanup(tr.CloseIdleConnections)
+		hc := &http.Client{Transport: tr}
+		c := client.New(s.addr, "")
+		c.HTTP = hc
+		sub, err := c.Submit(ctx, httpapi.SubmitRequest{Pipeline: "hello", TenantID: "acme"})
+		require.NoError(t, err, tc.proto)
+		run, err := c.Follow(ctx, sub.SharedRunID, func(int64, string, []byte) error { return nil })
+		require.NoError(t, err, tc.proto)
+		require.Equal(t, messages.RunSucceeded, run.Status, tc.proto)
+		resp, err := hc.Get(s.addr + "/v1/runs/" + sub.SharedRunID)
+		require.NoError(t, err, tc.proto)
+		require.NoError(t, resp.Body.Close())
+		require.Equal(t, tc.proto, resp.Proto)
+	}
+}
