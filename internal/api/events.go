@@ -3,7 +3,6 @@ package api
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -76,29 +75,46 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, runID string, af
 	defer poll.Stop()
 	heartbeat := time.NewTicker(s.cfg.SSEHeartbeat)
 	defer heartbeat.Stop()
-	var finalSince time.Time
-	read := true
+	var (
+		finalSince time.Time
+		buf        []byte
+	)
+	read, unflushed := true, true // the headers wait for the first entries (or the first wait)
 	for {
 		var entries []*messages.LedgerEntry
 		if entries, read, ok = s.nextEntries(ctx, tail, runID, after, read); !ok {
 			return
 		}
+		terminal := false
+		buf = buf[:0]
 		for _, e := range entries {
-			if err := writeEvent(w, e); err != nil {
-				return
-			}
+			buf = appendEvent(buf, e)
 			after = e.Seq
-			if ledger.IsTerminalKind(e.Kind) {
-				flush()
+			if terminal = ledger.IsTerminalKind(e.Kind); terminal {
+				break
+			}
+		}
+		if len(buf) > 0 {
+			if _, err := w.Write(buf); err != nil {
 				return
 			}
+			unflushed = true
+		}
+		if terminal {
+			flush()
+			return
+		}
+		// What was written goes out before the stream waits, in one flush with the headers
+		// for the first entries: one write per batch of entries, not per entry.
+		if unflushed {
+			if !flush() {
+				return
+			}
+			unflushed = false
 		}
 		switch {
 		case len(entries) > 0:
 			finalSince = time.Time{}
-			if !flush() {
-				return
-			}
 		case !read:
 		case !s.runFinal(r, runID):
 		case finalSince.IsZero():
@@ -161,7 +177,8 @@ func following(got []*messages.LedgerEntry, after int64) (next []*messages.Ledge
 }
 
 // openStream starts an SSE answer on w (headers, the retry field) and returns its flush
-// function; ok is false when the client is gone already.
+// function; ok is false when the client is gone already. Nothing is flushed yet: the stream
+// sends the headers with its first entries, or when it first waits.
 func (s *server) openStream(w http.ResponseWriter) (flush func() bool, ok bool) {
 	rc := http.NewResponseController(w)
 	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
@@ -183,7 +200,7 @@ func (s *server) openStream(w http.ResponseWriter) (flush func() bool, ok bool) 
 		}
 		return true
 	}
-	return flush, flush()
+	return flush, true
 }
 
 // runFinal reports whether the run's status is final.
@@ -194,11 +211,7 @@ func (s *server) runFinal(r *http.Request, runID string) bool {
 
 // writeEvent writes one ledger entry as an SSE event.
 func writeEvent(w http.ResponseWriter, e *messages.LedgerEntry) error {
-	b, err := json.Marshal(ledgerEntryFromMessage(e))
-	if err != nil {
-		return fmt.Errorf("api: encode event: %w", err)
-	}
-	if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Kind, b); err != nil {
+	if _, err := w.Write(appendEvent(nil, e)); err != nil {
 		return fmt.Errorf("api: write event: %w", err)
 	}
 	return nil
