@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -367,5 +368,34 @@ func TestAgent_PublishBatch_bothWireForms(t *testing.T) {
 		if o, err := n.SendAgent(ctx, aid("counter", key), nil, tenant("acme"), 0); err != nil || string(o.Response) != want {
 			t.Errorf("counter %s = %v, %v; want %s", key, o, err, want)
 		}
+	}
+}
+
+// TestAgentCluster_SendBatch_largePayloadsAreSplitNotLost: requests to a worker are bounded by
+// the payload bytes they carry, and the actor port takes what its peers send. A burst of 400 KB
+// messages used to go out as one request of several MiB, past gRPC's 4 MiB default: the stream
+// broke and every message of the request timed out.
+func TestAgentCluster_SendBatch_largePayloadsAreSplitNotLost(t *testing.T) {
+	c := startPeerCluster(t, peerConfig{ID: "n1"}, peerConfig{ID: "n2", Types: []string{"echo"}})
+	n1, n2 := c.peers[0], c.peers[1]
+	const count, size = 24, 400 << 10
+	var batch []peerRequest
+	for i := range count {
+		payload := `"` + strings.Repeat(string(rune('a'+i%26)), size) + `"`
+		batch = append(batch, peerRequest{Type: "echo", Key: fmt.Sprint("big", i), Tenant: "acme", Payload: payload, TimeoutMS: 20_000})
+	}
+	before := sendBatchesByWorker(t, n1)[n2.member]
+	r := must(t, n1.call(peerRequest{Op: "sendbatch", Batch: batch}))
+	if len(r.Outcomes) != count {
+		t.Fatalf("%d outcomes for %d envelopes", len(r.Outcomes), count)
+	}
+	for i, o := range r.Outcomes {
+		if o.Status != "delivered" || o.Response != batch[i].Payload {
+			t.Fatalf("envelope %d: %s %s (%d response bytes)", i, o.Status, o.Reason, len(o.Response))
+		}
+	}
+	// 9.6 MB of payloads, in requests of at most agents.DefaultMaxBatchBytes and one payload.
+	if sent := sendBatchesByWorker(t, n1)[n2.member] - before; sent < uint64(count*size/(agents.DefaultMaxBatchBytes+size)) {
+		t.Fatalf("%d requests carried %d bytes of payloads", sent, count*size)
 	}
 }

@@ -29,7 +29,9 @@ type agentRouter struct {
 	sessions *agents.Sessions[routerCall]
 	pids     map[string]*actor.PID // worker id -> worker PID
 	batches  map[string]*messages.AgentSendRequest
-	flushing bool // an agentFlush is queued
+	// batchBytes are the payload bytes of each batch (it goes out at Config.MaxBatchBytes).
+	batchBytes map[string]int
+	flushing   bool // an agentFlush is queued
 	// unacked counts the send requests per worker not acknowledged yet; held marks the batches
 	// a tick already saw waiting (the next tick sends them whatever the window).
 	unacked  map[string]int
@@ -137,7 +139,7 @@ func (r *agentRouter) start(c actor.Context) {
 	r.dir = agents.NewDirectory(rt.cfg, agents.Member{ID: rt.selfID, NodeID: rt.nodeID, Address: rt.system.Address()})
 	r.sessions = agents.NewSessions[routerCall]()
 	r.pids = map[string]*actor.PID{rt.selfID: r.worker}
-	r.batches = map[string]*messages.AgentSendRequest{}
+	r.batches, r.batchBytes = map[string]*messages.AgentSendRequest{}, map[string]int{}
 	r.unacked, r.held = map[string]int{}, map[string]bool{}
 	r.probing = map[string]bool{}
 	r.sent = map[string]*[2]uint64{}
@@ -203,7 +205,8 @@ func (r *agentRouter) enqueue(c actor.Context, w *agents.WorkerRoute, env *messa
 		r.batches[w.ID] = b
 	}
 	b.Deliveries = append(b.Deliveries, &messages.AgentDelivery{Session: id, Envelope: env})
-	if len(b.Deliveries) >= r.rt.cfg.MaxBatch {
+	r.batchBytes[w.ID] += len(env.Payload)
+	if len(b.Deliveries) >= r.rt.cfg.MaxBatch || r.batchBytes[w.ID] >= r.rt.cfg.MaxBatchBytes {
 		r.sendBatch(c, w.ID, b, w)
 		return
 	}
@@ -221,6 +224,7 @@ func (r *agentRouter) sendBatch(c actor.Context, id string, b *messages.AgentSen
 	}
 	c.Request(r.pid(w), b)
 	delete(r.batches, id)
+	delete(r.batchBytes, id)
 	delete(r.held, id)
 }
 
@@ -271,6 +275,7 @@ func (r *agentRouter) flush(c actor.Context) {
 				}
 			}
 			delete(r.batches, id)
+			delete(r.batchBytes, id)
 			delete(r.held, id)
 		}
 	}

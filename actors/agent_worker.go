@@ -48,6 +48,7 @@ type agentChild struct {
 type workerReplies struct {
 	router *actor.PID
 	resp   *messages.AgentSendResponse
+	bytes  int // the responses' payload bytes (it goes out at Config.MaxBatchBytes)
 }
 
 // Messages between the worker and its agents.
@@ -238,7 +239,8 @@ func (w *agentWorker) reply(c actor.Context, r *agentResult) {
 	rb := w.replyQueue(c, r.router, r.routerKey)
 	r.outcome.WorkerId = "" // the response names the worker once; the router fills it in
 	rb.resp.Results = append(rb.resp.Results, &messages.AgentDeliveryResult{Session: r.session, Outcome: r.outcome})
-	if len(rb.resp.Results) >= w.rt.cfg.MaxBatch {
+	rb.bytes += len(r.outcome.Response)
+	if len(rb.resp.Results) >= w.rt.cfg.MaxBatch || rb.bytes >= w.rt.cfg.MaxBatchBytes {
 		c.Send(rb.router, rb.resp)
 		delete(w.replies, r.routerKey)
 	}

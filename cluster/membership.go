@@ -61,7 +61,13 @@ func Start(ctx context.Context, system *actor.ActorSystem, cfg Config) (*Members
 		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(cfg.RemoteTLS.Clone())))
 		opts = append(opts, remote.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(cfg.RemoteTLS.Clone()))))
 	}
-	opts = append(opts, remote.WithServerOptions(serverOpts...))
+	opts = append(opts, remote.WithServerOptions(serverOpts...),
+		// protoactor's writer puts up to this many messages in one gRPC message (its default,
+		// 1,000, of agent send requests of up to a MiB each is far past any receive limit)...
+		remote.WithEndpointWriterBatchSize(remoteWriterBatch),
+		// ... and starts each peer's queue with room for this many (its default, a million
+		// slots, is 16 MB allocated and cleared at every connection; the queue grows as needed).
+		remote.WithEndpointWriterQueueSize(remoteWriterQueue))
 	rcfg := remote.Configure(cfg.ActorHost, cfg.ActorPort, opts...)
 	r := remote.NewRemote(system, rcfg)
 	if cfg.noServe {
@@ -91,6 +97,17 @@ func Start(ctx context.Context, system *actor.ActorSystem, cfg Config) (*Members
 	}
 	return &Membership{system: system, stopRemote: stopRemote, cluster: c, provider: prov}, nil
 }
+
+// Limits of the actor port's gRPC streams. gRPC refuses a received message over 4 MiB by
+// default, and protoactor's endpoint reader then ends the stream: every message of that batch
+// is lost and the peer reconnects (40 concurrent agent sends of 400 KB each timed out that way).
+// A node takes messages of up to maxRemoteMessage from its (trusted, TLS-authenticated) peers;
+// the agent runtime bounds its own batches far below (agents.Config.MaxBatchBytes).
+const (
+	maxRemoteMessage  = 1 << 30
+	remoteWriterBatch = 64
+	remoteWriterQueue = 4096
+)
 
 // remoteStopWait bounds protoactor's graceful remote stop. At the pinned version it first stops
 // the endpoint writers, one of which may be blocked in its connect retries to a member that

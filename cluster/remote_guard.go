@@ -36,9 +36,11 @@ var errBadRemoteMessage = errors.New("cluster: remote message refused")
 // member whose port a new node reuses, or a scanner on the port reached any of them. The
 // guard checks every batch before the reader sees it (a bad one ends that stream: the sender
 // reconnects, nothing else is affected), refuses the unary methods, and recovers whatever
-// panic is left in a handler. log receives one line per refusal.
+// panic is left in a handler. log receives one line per refusal. The server also takes
+// messages of up to maxRemoteMessage (gRPC's 4 MiB default broke streams under load).
 func guardOptions(log *zap.Logger) []grpc.ServerOption {
 	return []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(maxRemoteMessage),
 		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
 			defer recoverHandler(log, info.FullMethod, &err)
 			if info.FullMethod == remoteReceiveMethod {

@@ -29,6 +29,7 @@ const (
 	DefaultRPCTimeout       = 30 * time.Second
 	DefaultIdleTimeout      = time.Minute
 	DefaultMaxBatch         = 256
+	DefaultMaxBatchBytes    = 1 << 20
 )
 
 // Config holds the agent runtime's knobs. The zero value of each field means its default.
@@ -49,12 +50,16 @@ type Config struct {
 	IdleTimeout time.Duration
 	// MaxBatch bounds the deliveries of one request from a router to a worker. Default 256.
 	MaxBatch int
+	// MaxBatchBytes bounds the payload bytes of one request from a router to a worker, and of
+	// one response: a batch goes out once its payloads reach it (a larger payload goes alone).
+	// Default 1 MiB.
+	MaxBatchBytes int
 }
 
 // DefaultConfig returns the seed's defaults.
 func DefaultConfig() Config {
 	return Config{HealthInterval: DefaultHealthInterval, FailureThreshold: DefaultFailureThreshold,
-		RPCTimeout: DefaultRPCTimeout, IdleTimeout: DefaultIdleTimeout, MaxBatch: DefaultMaxBatch}
+		RPCTimeout: DefaultRPCTimeout, IdleTimeout: DefaultIdleTimeout, MaxBatch: DefaultMaxBatch, MaxBatchBytes: DefaultMaxBatchBytes}
 }
 
 // WithDefaults returns c with every zero field replaced by its default.
@@ -75,6 +80,9 @@ func (c Config) WithDefaults() Config {
 	if c.MaxBatch == 0 {
 		c.MaxBatch = d.MaxBatch
 	}
+	if c.MaxBatchBytes == 0 {
+		c.MaxBatchBytes = d.MaxBatchBytes
+	}
 	return c
 }
 
@@ -91,6 +99,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: IdleTimeout %v is negative", ErrInvalidConfig, c.IdleTimeout)
 	case c.MaxBatch < 0:
 		return fmt.Errorf("%w: MaxBatch %d is negative", ErrInvalidConfig, c.MaxBatch)
+	case c.MaxBatchBytes < 0:
+		return fmt.Errorf("%w: MaxBatchBytes %d is negative", ErrInvalidConfig, c.MaxBatchBytes)
 	}
 	return nil
 }
