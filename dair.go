@@ -76,7 +76,7 @@ type (
 	AgentHandler = actors.AgentHandler
 	// Agent is the running agent a handler works for: its id, tenant and state.
 	Agent = actors.Agent
-	// AgentTypeOption configures RegisterAgentType (ForTenants).
+	// AgentTypeOption configures RegisterAgentType (ForTenants, OnOwnGoroutine).
 	AgentTypeOption = actors.AgentTypeOption
 	// AgentDirectory is a node's router's view: types, owners, workers, pending sends.
 	AgentDirectory = actors.AgentDirectory
@@ -111,6 +111,10 @@ const (
 // ForTenants restricts an agent type to the given tenants; others get undeliverable
 // (tenant-refused).
 func ForTenants(tenants ...string) AgentTypeOption { return actors.ForTenants(tenants...) }
+
+// OnOwnGoroutine keeps an agent type's handler off its local callers' goroutines: a caller then
+// always gets its outcome at the deadline, even from a handler that ignores its context.
+func OnOwnGoroutine() AgentTypeOption { return actors.OnOwnGoroutine() }
 
 // AgentRef parses "TYPE/KEY" into an AgentID.
 func AgentRef(ref string) (*AgentID, error) { return agents.ParseAgentRef(ref) }
