@@ -17,3 +17,20 @@ func Protoactor() []goleak.Option {
 		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewThrottleWithLogger.func1.1"),
 	}
 }
+
+// ProtoactorReconnects ignores what protoactor-go leaves behind when a remote keeps trying to
+// reach a peer that stopped first (in-process nodes stopped one after the other, as benchmarks
+// do): an endpoint writer sleeping between its connection attempts (2 s each, 5 of them, inside
+// the actor; nothing cancels them), the graceful remote stop that waits for that writer in the
+// background (cluster's bounded stop returns without it), and the gRPC client connection of
+// every failed attempt, which its writer dials anew without closing the previous one (those are
+// never closed).
+func ProtoactorReconnects() []goleak.Option {
+	return []goleak.Option{
+		goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/remote.(*endpointWriter).initialize"),
+		goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/remote.(*endpointManager).stopSupervisor"),
+		goleak.IgnoreTopFunction("google.golang.org/grpc/internal/grpcsync.(*CallbackSerializer).run"),
+		goleak.IgnoreAnyFunction("google.golang.org/grpc.(*addrConn).resetTransportAndUnlock"),
+		goleak.IgnoreAnyFunction("google.golang.org/grpc.(*ccBalancerWrapper).updateClientConnState"),
+	}
+}
