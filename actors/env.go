@@ -53,6 +53,11 @@ type env struct {
 	// group (agent_dispatch.go): protoactor's default dispatcher starts a goroutine per mailbox
 	// run, whose stack then grows again on every run (a seventh of a step commit's CPU).
 	mailboxes *agentDispatcher
+	// steps runs the step tasks on parked goroutines of group, apart from the mailboxes: a step
+	// that sleeps or waits (most of the 100k in flight of BenchmarkInFlightMemory) then holds a
+	// goroutine whose stack only ever ran step handlers, not one grown by mailbox runs (8 KB
+	// against 4 KB per in-flight execution).
+	steps *agentDispatcher
 }
 
 // ledger appends entries (batched with other runs' writes by the committer, in order per run)

@@ -79,7 +79,7 @@ func (x *execution) startTask(c actor.Context, f engine.StartStep) {
 	tenant := s.req.GetSnapshot().GetTenantId()
 	req := &step.Request{ExecutionID: s.executionID, SharedRunID: s.req.SharedRunId, StepID: f.Step, TenantID: tenant,
 		Attempt: f.Attempt, IdempotencyKey: s.executionID + "/" + f.Step, With: f.With, Snapshot: s.req.Snapshot}
-	if !e.mailboxes.Go(func(context.Context) { runStepTask(ctx, e.system, self, h, req, inc) }) {
+	if !e.steps.Go(func(context.Context) { runStepTask(ctx, e.system, self, h, req, inc) }) {
 		cancel() // the node is stopping: so is this execution
 	}
 }

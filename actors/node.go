@@ -119,10 +119,13 @@ func newEnv(cfg Config, sys *actor.ActorSystem) *env {
 	e.commits = &committer{c}
 	e.history = ledger.NewWriter(cfg.Store, ledger.WriterConfig{Committer: c, Notifier: e.hub, Log: e.log})
 	e.pub = newPublisher(cfg.Store, e.log, e.metrics.Metrics, cfg.HeartbeatTTL, cfg.ReservationTTL, e.incarnation)
-	e.mailboxes = newAgentDispatcher(e.group)
+	e.mailboxes, e.steps = newAgentDispatcher(e.group), newAgentDispatcher(e.group)
 	c.Start(e.group)
 	e.pub.start(e.group)
-	e.group.Tick(agentPoolIdle, e.mailboxes.rotate)
+	e.group.Tick(agentPoolIdle, func() {
+		e.mailboxes.rotate()
+		e.steps.rotate()
+	})
 	return e
 }
 
