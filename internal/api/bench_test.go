@@ -105,14 +105,19 @@ func benchAPI(b *testing.B, backend testkit.Backend, r *testkit.Redis, slots int
 	return srv, &http.Client{Transport: tr}
 }
 
+// benchPost posts a run of pipeline for tenant "bench" to url; the caller closes the body.
+func benchPost(ctx context.Context, c *http.Client, url, pipeline string) (*http.Response, error) {
+	body := `{"pipeline":"` + pipeline + `","tenant_id":"bench"}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	return c.Do(req)
+}
+
 // benchSubmit posts a run of pipeline for tenant "bench" and returns its id.
 func benchSubmit(ctx context.Context, c *http.Client, base, pipeline string) (id string, err error) {
-	body := `{"pipeline":"` + pipeline + `","tenant_id":"bench"}`
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/runs", strings.NewReader(body))
-	if err != nil {
-		return "", err
-	}
-	resp, err := c.Do(req)
+	resp, err := benchPost(ctx, c, base+"/v1/runs", pipeline)
 	if err != nil {
 		return "", err
 	}
@@ -183,12 +188,7 @@ func readEvents(body io.Reader, onFirst func()) (idsSeen []int64, kind string, e
 // benchInvoke posts a run of pipeline for tenant "bench" to the invoke endpoint and reads the
 // event stream it answers with to its end, returning the last event kind.
 func benchInvoke(ctx context.Context, c *http.Client, base, pipeline string) (kind string, err error) {
-	body := `{"pipeline":"` + pipeline + `","tenant_id":"bench"}`
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/sessions/bench-session/invoke", strings.NewReader(body))
-	if err != nil {
-		return "", err
-	}
-	resp, err := c.Do(req)
+	resp, err := benchPost(ctx, c, base+"/v1/sessions/bench-session/invoke", pipeline)
 	if err != nil {
 		return "", err
 	}
