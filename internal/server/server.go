@@ -118,6 +118,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 func Protocols() *http.Protocols {
 	var p http.Protocols
 	p.SetHTTP1(true)
+	p.SetHTTP2(true) // over TLS, should a listener ever carry it
 	p.SetUnencryptedHTTP2(true)
 	return &p
 }
