@@ -87,7 +87,15 @@ func (r *agentRouter) Receive(c actor.Context) {
 		r.flush(c)
 	case *messages.AgentSendResponse:
 		r.acked(c, m.WorkerId, int(m.Requests))
-		for _, res := range m.Results {
+		results := m.Results
+		if len(m.Packed) > 0 {
+			var err error
+			if results, err = messages.UnpackResults(m.Packed); err != nil {
+				// Their sessions end at their deadlines.
+				r.rt.log.Warn("undecodable send response dropped", zap.String("worker_id", m.WorkerId), zap.Error(err))
+			}
+		}
+		for _, res := range results {
 			if s, ok := r.sessions.Resolve(res.Session, res.Outcome); ok {
 				r.answer(s)
 			}
@@ -216,11 +224,18 @@ func (r *agentRouter) enqueue(c actor.Context, w *agents.WorkerRoute, env *messa
 	}
 }
 
-// sendBatch sends worker id its batch b (w: its route) and counts it unacknowledged.
+// sendBatch sends worker id its batch b (w: its route) and counts it unacknowledged. A worker
+// that registered packed_sends gets the deliveries packed.
 func (r *agentRouter) sendBatch(c actor.Context, id string, b *messages.AgentSendRequest, w *agents.WorkerRoute) {
 	r.count(id, 0)
 	if len(b.Deliveries) >= ackedBatch {
 		r.unacked[id]++
+	}
+	b.PackedResults = true
+	if dw, ok := r.dir.Worker(id); ok && dw.Registration.GetPackedSends() && len(b.Deliveries) > 1 {
+		if packed, err := messages.PackDeliveries(b.Deliveries); err == nil {
+			b.Packed, b.Deliveries = packed, nil
+		}
 	}
 	c.Request(r.pid(w), b)
 	delete(r.batches, id)

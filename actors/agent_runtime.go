@@ -263,7 +263,7 @@ func (rt *agentRuntime) assignIDs(envs []*messages.MessageEnvelope) {
 // setCatalogLocked publishes cat with its registration (catMu held, or before start).
 func (rt *agentRuntime) setCatalogLocked(cat *agentCatalog) {
 	reg := &messages.AgentWorkerRegistration{WorkerId: rt.selfID, NodeId: rt.nodeID, Address: rt.system.Address(),
-		Version: cat.version, Subscriptions: cat.subs, Leaving: cat.leaving, PublishRecipients: true}
+		Version: cat.version, Subscriptions: cat.subs, Leaving: cat.leaving, PublishRecipients: true, PackedSends: true}
 	for _, name := range sortedKeys(cat.types) {
 		reg.Types = append(reg.Types, &messages.AgentType{Name: name, Tenants: cat.types[name].tenants})
 	}

@@ -48,7 +48,8 @@ type agentChild struct {
 type workerReplies struct {
 	router *actor.PID
 	resp   *messages.AgentSendResponse
-	bytes  int // the responses' payload bytes (it goes out at Config.MaxBatchBytes)
+	bytes  int  // the responses' payload bytes (it goes out at Config.MaxBatchBytes)
+	packed bool // the router takes packed results (AgentSendRequest.packed_results)
 }
 
 // Messages between the worker and its agents.
@@ -70,6 +71,8 @@ type (
 		// direct makes the agent answer the router itself (a request of one delivery: no
 		// other outcome to gather, and one hop less); otherwise it answers the worker.
 		direct bool
+		// packed: the router takes packed results (AgentSendRequest.packed_results).
+		packed bool
 		// outcome is set by the agent, or the worker refusing the delivery, before it is sent
 		// back as an agentResult.
 		outcome *messages.DeliveryOutcome
@@ -166,22 +169,33 @@ func (w *agentWorker) request(c actor.Context, m *messages.AgentSendRequest) {
 		w.rt.log.Warn("agent send request without sender dropped", zap.String("router", m.RouterId))
 		return
 	}
-	ds := make([]agentDeliver, len(m.Deliveries)) // one allocation per request
-	if len(m.Deliveries) > 1 {
-		w.awaiting += len(m.Deliveries) // each is answered through reply, refused or handled
+	deliveries := m.Deliveries
+	if len(m.Packed) > 0 {
+		var err error
+		if deliveries, err = messages.UnpackDeliveries(m.Packed); err != nil {
+			// Their sessions end at their deadlines on the router.
+			w.rt.log.Warn("undecodable send request dropped", zap.String("router", m.RouterId), zap.Error(err))
+			return
+		}
 	}
-	for i, d := range m.Deliveries {
+	ds := make([]agentDeliver, len(deliveries)) // one allocation per request
+	if len(deliveries) > 1 {
+		w.awaiting += len(deliveries) // each is answered through reply, refused or handled
+	}
+	for i, d := range deliveries {
 		ad := &ds[i]
 		*ad = agentDeliver{env: d.Envelope, tenant: d.Envelope.GetSnapshot().GetTenantId(), router: router,
-			routerKey: m.RouterId, session: d.Session, direct: len(m.Deliveries) == 1}
+			routerKey: m.RouterId, session: d.Session, direct: len(deliveries) == 1, packed: m.PackedResults}
 		if err := agents.ValidateAgentID(d.Envelope.GetRecipient()); err != nil {
 			w.finish(c, ad, agents.Undeliverable(agents.Reason(agents.ReasonNoLiveOwner, "%v", err), w.rt.selfID))
 			continue
 		}
 		w.deliver(c, ad)
 	}
-	if len(m.Deliveries) >= ackedBatch {
-		w.replyQueue(c, router, m.RouterId).resp.Requests++ // acknowledged in the next flush
+	if len(deliveries) >= ackedBatch {
+		rb := w.replyQueue(c, router, m.RouterId)
+		rb.resp.Requests++ // acknowledged in the next flush
+		rb.packed = m.PackedResults
 	}
 }
 
@@ -237,13 +251,24 @@ func (w *agentWorker) reply(c actor.Context, r *agentResult) {
 		w.awaiting--
 	}
 	rb := w.replyQueue(c, r.router, r.routerKey)
+	rb.packed = rb.packed || r.packed
 	r.outcome.WorkerId = "" // the response names the worker once; the router fills it in
 	rb.resp.Results = append(rb.resp.Results, &messages.AgentDeliveryResult{Session: r.session, Outcome: r.outcome})
 	rb.bytes += len(r.outcome.Response)
 	if len(rb.resp.Results) >= w.rt.cfg.MaxBatch || rb.bytes >= w.rt.cfg.MaxBatchBytes {
-		c.Send(rb.router, rb.resp)
+		rb.send(c)
 		delete(w.replies, r.routerKey)
 	}
+}
+
+// send sends the queued response, its results packed for a router that takes them.
+func (rb *workerReplies) send(c actor.Context) {
+	if rb.packed && len(rb.resp.Results) > 1 {
+		if packed, err := messages.PackResults(rb.resp.Results); err == nil {
+			rb.resp.Packed, rb.resp.Results = packed, nil
+		}
+	}
+	c.Send(rb.router, rb.resp)
 }
 
 // replyQueue returns the queued response to router (key routerKey), creating it, and makes
@@ -296,7 +321,7 @@ func (w *agentWorker) hold(c actor.Context) {
 func (w *agentWorker) flush(c actor.Context) {
 	w.flushing = false
 	for k, rb := range w.replies {
-		c.Send(rb.router, rb.resp)
+		rb.send(c)
 		delete(w.replies, k)
 	}
 }

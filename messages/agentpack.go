@@ -1,0 +1,307 @@
+package messages
+
+import (
+	"errors"
+	"fmt"
+	"unicode/utf8"
+	"unsafe"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+)
+
+// The packed forms of AgentSendRequest.deliveries and AgentSendResponse.results: their standard
+// protobuf encoding, decoded here into a few arrays per request (every delivery's record,
+// envelope and recipient side by side; one snapshot per distinct snapshot; strings and payloads
+// pointing into the packed bytes) instead of several allocations per delivery. Anything the fast
+// decoder does not expect (an unknown field, another wire type, a string that is not UTF-8) is
+// left to proto.Unmarshal, which decides.
+
+// errUnexpected makes a fast decoder hand the bytes to proto.Unmarshal.
+var errUnexpected = errors.New("messages: unexpected field in packed form")
+
+// PackDeliveries encodes ds as AgentSendRequest.packed.
+func PackDeliveries(ds []*AgentDelivery) ([]byte, error) {
+	return proto.Marshal(&AgentSendRequest{Deliveries: ds})
+}
+
+// UnpackDeliveries decodes AgentSendRequest.packed. The deliveries share the memory of b, which
+// the caller must not modify afterwards, and deliveries with the same snapshot share one
+// (neither may be modified); the caller owns the returned slice.
+func UnpackDeliveries(b []byte) ([]*AgentDelivery, error) {
+	n, err := countField(b, 2)
+	if err == nil {
+		var ds []*AgentDelivery
+		if ds, err = unpackDeliveries(b, n); err == nil {
+			return ds, nil
+		}
+	}
+	var m AgentSendRequest
+	if err := proto.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("messages: unpack deliveries: %w", err)
+	}
+	return m.Deliveries, nil
+}
+
+// PackResults encodes rs as AgentSendResponse.packed.
+func PackResults(rs []*AgentDeliveryResult) ([]byte, error) {
+	return proto.Marshal(&AgentSendResponse{Results: rs})
+}
+
+// UnpackResults decodes AgentSendResponse.packed, as UnpackDeliveries does.
+func UnpackResults(b []byte) ([]*AgentDeliveryResult, error) {
+	n, err := countField(b, 2)
+	if err == nil {
+		var rs []*AgentDeliveryResult
+		if rs, err = unpackResults(b, n); err == nil {
+			return rs, nil
+		}
+	}
+	var m AgentSendResponse
+	if err := proto.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("messages: unpack results: %w", err)
+	}
+	return m.Results, nil
+}
+
+// countField counts the length-delimited occurrences of field num in b, which may hold no
+// other field.
+func countField(b []byte, num protowire.Number) (int, error) {
+	n := 0
+	for len(b) > 0 {
+		_, rest, err := nextBytes(b, num)
+		if err != nil {
+			return 0, err
+		}
+		b = rest
+		n++
+	}
+	return n, nil
+}
+
+// nextBytes reads one length-delimited field num off b and returns its value and the rest.
+func nextBytes(b []byte, want protowire.Number) (v, rest []byte, err error) {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 || num != want || typ != protowire.BytesType {
+		return nil, nil, errUnexpected
+	}
+	v, m := protowire.ConsumeBytes(b[n:])
+	if m < 0 {
+		return nil, nil, errUnexpected
+	}
+	return v, b[n+m:], nil
+}
+
+// field is one field of a message being decoded: its number, its wire type and its value
+// (v for length-delimited fields, x for varints).
+type field struct {
+	num protowire.Number
+	typ protowire.Type
+	v   []byte
+	x   uint64
+}
+
+// fields calls fn for every field of the message encoded in b; fn's error stops it.
+func fields(b []byte, fn func(f field) error) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return errUnexpected
+		}
+		b = b[n:]
+		f := field{num: num, typ: typ}
+		switch typ {
+		case protowire.BytesType:
+			f.v, n = protowire.ConsumeBytes(b)
+		case protowire.VarintType:
+			f.x, n = protowire.ConsumeVarint(b)
+		default:
+			return errUnexpected
+		}
+		if n < 0 {
+			return errUnexpected
+		}
+		b = b[n:]
+		if err := fn(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// str returns v as a string sharing v's memory, or errUnexpected when v is not UTF-8 (which
+// proto.Unmarshal refuses).
+func str(v []byte) (string, error) {
+	if len(v) == 0 {
+		return "", nil
+	}
+	if !utf8.Valid(v) {
+		return "", errUnexpected
+	}
+	return unsafe.String(&v[0], len(v)), nil
+}
+
+func unpackDeliveries(b []byte, n int) ([]*AgentDelivery, error) {
+	ds, envs, ids := make([]AgentDelivery, n), make([]MessageEnvelope, n), make([]AgentId, n)
+	out := make([]*AgentDelivery, n)
+	snaps := snapshotCache{}
+	for i := range n {
+		v, rest, err := nextBytes(b, 2)
+		if err != nil {
+			return nil, err
+		}
+		b = rest
+		d := &ds[i]
+		err = fields(v, func(f field) error {
+			switch {
+			case f.num == 1 && f.typ == protowire.VarintType:
+				d.Session = f.x
+			case f.num == 2 && f.typ == protowire.BytesType && d.Envelope == nil:
+				d.Envelope = &envs[i]
+				return unpackEnvelope(f.v, &envs[i], &ids[i], &snaps)
+			default:
+				return errUnexpected
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = d
+	}
+	return out, nil
+}
+
+// unpackEnvelope decodes a MessageEnvelope into e, its recipient into id.
+func unpackEnvelope(b []byte, e *MessageEnvelope, id *AgentId, snaps *snapshotCache) error {
+	return fields(b, func(f field) error {
+		var err error
+		switch {
+		case f.typ == protowire.VarintType && f.num == 8:
+			e.Deadline = int64(f.x)
+		case f.typ != protowire.BytesType:
+			return errUnexpected
+		case f.num == 1:
+			e.Id, err = str(f.v)
+		case f.num == 2 && e.Sender == nil:
+			e.Sender = &AgentId{}
+			err = unpackAgentID(f.v, e.Sender)
+		case f.num == 3 && e.Recipient == nil:
+			e.Recipient = id
+			err = unpackAgentID(f.v, id)
+		case f.num == 4 && e.Topic == nil:
+			e.Topic = &TopicId{}
+			err = unpackTwoStrings(f.v, &e.Topic.Type, &e.Topic.Source)
+		case f.num == 5:
+			e.Payload = f.v[:len(f.v):len(f.v)]
+		case f.num == 6:
+			e.ContentType, err = str(f.v)
+		case f.num == 7 && e.Snapshot == nil:
+			e.Snapshot, err = snaps.get(f.v)
+		default:
+			return errUnexpected
+		}
+		return err
+	})
+}
+
+func unpackAgentID(b []byte, id *AgentId) error { return unpackTwoStrings(b, &id.Type, &id.Key) }
+
+// unpackTwoStrings decodes a message of two string fields, 1 and 2 (AgentId, TopicId).
+func unpackTwoStrings(b []byte, one, two *string) error {
+	return fields(b, func(f field) error {
+		var err error
+		switch {
+		case f.typ != protowire.BytesType:
+			return errUnexpected
+		case f.num == 1:
+			*one, err = str(f.v)
+		case f.num == 2:
+			*two, err = str(f.v)
+		default:
+			return errUnexpected
+		}
+		return err
+	})
+}
+
+// snapshotCacheSize is how many distinct snapshots of one packed request are decoded once.
+const snapshotCacheSize = 8
+
+// snapshotCache decodes each distinct snapshot of a packed request once (the deliveries of one
+// request mostly share a few tenants'), up to snapshotCacheSize of them.
+type snapshotCache struct {
+	raw   [snapshotCacheSize][]byte
+	snaps [snapshotCacheSize]*ExecutionContextSnapshot
+	n     int
+}
+
+func (c *snapshotCache) get(raw []byte) (*ExecutionContextSnapshot, error) {
+	for i := range c.n {
+		if string(raw) == string(c.raw[i]) {
+			return c.snaps[i], nil
+		}
+	}
+	s := &ExecutionContextSnapshot{}
+	if err := proto.Unmarshal(raw, s); err != nil {
+		return nil, err
+	}
+	if c.n < snapshotCacheSize {
+		c.raw[c.n], c.snaps[c.n] = raw, s
+		c.n++
+	}
+	return s, nil
+}
+
+func unpackResults(b []byte, n int) ([]*AgentDeliveryResult, error) {
+	rs, outs := make([]AgentDeliveryResult, n), make([]DeliveryOutcome, n)
+	out := make([]*AgentDeliveryResult, n)
+	for i := range n {
+		v, rest, err := nextBytes(b, 2)
+		if err != nil {
+			return nil, err
+		}
+		b = rest
+		r := &rs[i]
+		err = fields(v, func(f field) error {
+			switch {
+			case f.num == 1 && f.typ == protowire.VarintType:
+				r.Session = f.x
+			case f.num == 2 && f.typ == protowire.BytesType && r.Outcome == nil:
+				r.Outcome = &outs[i]
+				return unpackOutcome(f.v, &outs[i])
+			default:
+				return errUnexpected
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+func unpackOutcome(b []byte, o *DeliveryOutcome) error {
+	return fields(b, func(f field) error {
+		var err error
+		switch {
+		case f.typ == protowire.VarintType && f.num == 1:
+			o.Status = DeliveryOutcome_Status(int32(f.x))
+		case f.typ != protowire.BytesType:
+			return errUnexpected
+		case f.num == 2:
+			o.Response = f.v[:len(f.v):len(f.v)]
+		case f.num == 3:
+			o.ContentType, err = str(f.v)
+		case f.num == 4:
+			o.Reason, err = str(f.v)
+		case f.num == 5:
+			o.WorkerId, err = str(f.v)
+		default:
+			return errUnexpected
+		}
+		return err
+	})
+}
