@@ -29,18 +29,8 @@ func PackDeliveries(ds []*AgentDelivery) ([]byte, error) {
 // the caller must not modify afterwards, and deliveries with the same snapshot share one
 // (neither may be modified); the caller owns the returned slice.
 func UnpackDeliveries(b []byte) ([]*AgentDelivery, error) {
-	n, err := countField(b, 2)
-	if err == nil {
-		var ds []*AgentDelivery
-		if ds, err = unpackDeliveries(b, n); err == nil {
-			return ds, nil
-		}
-	}
 	var m AgentSendRequest
-	if err := proto.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("messages: unpack deliveries: %w", err)
-	}
-	return m.Deliveries, nil
+	return unpack(b, unpackDeliveries, &m, func() []*AgentDelivery { return m.Deliveries })
 }
 
 // PackResults encodes rs as AgentSendResponse.packed.
@@ -50,18 +40,22 @@ func PackResults(rs []*AgentDeliveryResult) ([]byte, error) {
 
 // UnpackResults decodes AgentSendResponse.packed, as UnpackDeliveries does.
 func UnpackResults(b []byte) ([]*AgentDeliveryResult, error) {
-	n, err := countField(b, 2)
-	if err == nil {
-		var rs []*AgentDeliveryResult
-		if rs, err = unpackResults(b, n); err == nil {
-			return rs, nil
+	var m AgentSendResponse
+	return unpack(b, unpackResults, &m, func() []*AgentDeliveryResult { return m.Results })
+}
+
+// unpack decodes the n elements of field 2 in b with fast, or else with proto.Unmarshal into m,
+// whose elements list returns.
+func unpack[T any](b []byte, fast func(b []byte, n int) ([]T, error), m proto.Message, list func() []T) ([]T, error) {
+	if n, err := countField(b, 2); err == nil {
+		if out, err := fast(b, n); err == nil {
+			return out, nil
 		}
 	}
-	var m AgentSendResponse
-	if err := proto.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("messages: unpack results: %w", err)
+	if err := proto.Unmarshal(b, m); err != nil {
+		return nil, fmt.Errorf("messages: unpack %s: %w", m.ProtoReflect().Descriptor().Name(), err)
 	}
-	return m.Results, nil
+	return list(), nil
 }
 
 // countField counts the length-delimited occurrences of field num in b, which may hold no

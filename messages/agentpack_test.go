@@ -40,37 +40,44 @@ func sampleResults(n int) []*AgentDeliveryResult {
 	return append(rs, &AgentDeliveryResult{Session: 9})
 }
 
-func TestUnpackDeliveries_asProtoUnmarshal(t *testing.T) {
-	for _, n := range []int{0, 1, 2, 17} {
-		want := sampleDeliveries(n)
-		b, err := PackDeliveries(want)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := UnpackDeliveries(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !proto.Equal(&AgentSendRequest{Deliveries: got}, &AgentSendRequest{Deliveries: want}) {
-			t.Fatalf("%d deliveries: got %v, want %v", n, got, want)
-		}
+// checkUnpacked fails t unless unpacking b gives what proto.Unmarshal makes of it into m (the
+// same error or none, the same elements; wrap puts elements in a message like m).
+func checkUnpacked[T proto.Message](t *testing.T, b []byte, unpack func([]byte) ([]T, error), m proto.Message,
+	list func() []T, wrap func([]T) proto.Message) {
+	t.Helper()
+	wantErr := proto.Unmarshal(b, m)
+	got, err := unpack(b)
+	if (err != nil) != (wantErr != nil) {
+		t.Fatalf("error %v, proto.Unmarshal's %v", err, wantErr)
+	}
+	if err == nil && !proto.Equal(wrap(got), wrap(list())) {
+		t.Fatalf("got %v, want %v", got, list())
 	}
 }
 
-func TestUnpackResults_asProtoUnmarshal(t *testing.T) {
-	for _, n := range []int{0, 1, 13} {
-		want := sampleResults(n)
-		b, err := PackResults(want)
+func checkDeliveries(t *testing.T, b []byte) {
+	var m AgentSendRequest
+	checkUnpacked(t, b, UnpackDeliveries, &m, func() []*AgentDelivery { return m.Deliveries },
+		func(ds []*AgentDelivery) proto.Message { return &AgentSendRequest{Deliveries: ds} })
+}
+
+func checkResults(t *testing.T, b []byte) {
+	var m AgentSendResponse
+	checkUnpacked(t, b, UnpackResults, &m, func() []*AgentDeliveryResult { return m.Results },
+		func(rs []*AgentDeliveryResult) proto.Message { return &AgentSendResponse{Results: rs} })
+}
+
+func TestUnpack_asProtoUnmarshal(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 17} {
+		b, err := PackDeliveries(sampleDeliveries(n))
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := UnpackResults(b)
-		if err != nil {
+		checkDeliveries(t, b)
+		if b, err = PackResults(sampleResults(n)); err != nil {
 			t.Fatal(err)
 		}
-		if !proto.Equal(&AgentSendResponse{Results: got}, &AgentSendResponse{Results: want}) {
-			t.Fatalf("%d results: got %v, want %v", n, got, want)
-		}
+		checkResults(t, b)
 	}
 }
 
@@ -88,17 +95,7 @@ func TestUnpackDeliveries_leavesTheUnexpectedToProto(t *testing.T) {
 	twice := append(append([]byte(nil), good...), good...)
 	for name, b := range map[string][]byte{"an unknown field": unknown, "a string that is not UTF-8": badUTF8,
 		"truncated": good[:len(good)-2], "requests concatenated": twice} {
-		t.Run(name, func(t *testing.T) {
-			var want AgentSendRequest
-			wantErr := proto.Unmarshal(b, &want)
-			got, err := UnpackDeliveries(b)
-			if (err != nil) != (wantErr != nil) {
-				t.Fatalf("error %v, proto.Unmarshal's %v", err, wantErr)
-			}
-			if err == nil && !proto.Equal(&AgentSendRequest{Deliveries: got}, &AgentSendRequest{Deliveries: want.Deliveries}) {
-				t.Fatalf("got %v, want %v", got, want.Deliveries)
-			}
-		})
+		t.Run(name, func(t *testing.T) { checkDeliveries(t, b) })
 	}
 }
 
@@ -136,17 +133,7 @@ func FuzzUnpackDeliveries(f *testing.F) {
 		}
 		f.Add(b)
 	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var want AgentSendRequest
-		wantErr := proto.Unmarshal(b, &want)
-		got, err := UnpackDeliveries(b)
-		if (err != nil) != (wantErr != nil) {
-			t.Fatalf("error %v, proto.Unmarshal's %v", err, wantErr)
-		}
-		if err == nil && !proto.Equal(&AgentSendRequest{Deliveries: got}, &AgentSendRequest{Deliveries: want.Deliveries}) {
-			t.Fatalf("got %v, want %v", got, want.Deliveries)
-		}
-	})
+	f.Fuzz(checkDeliveries)
 }
 
 func FuzzUnpackResults(f *testing.F) {
@@ -155,15 +142,5 @@ func FuzzUnpackResults(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(b)
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var want AgentSendResponse
-		wantErr := proto.Unmarshal(b, &want)
-		got, err := UnpackResults(b)
-		if (err != nil) != (wantErr != nil) {
-			t.Fatalf("error %v, proto.Unmarshal's %v", err, wantErr)
-		}
-		if err == nil && !proto.Equal(&AgentSendResponse{Results: got}, &AgentSendResponse{Results: want.Results}) {
-			t.Fatalf("got %v, want %v", got, want.Results)
-		}
-	})
+	f.Fuzz(checkResults)
 }
