@@ -28,10 +28,8 @@ type agentRouter struct {
 	table    *agents.Table
 	sessions *agents.Sessions[routerCall]
 	pids     map[string]*actor.PID // worker id -> worker PID
-	batches  map[string]*messages.AgentSendRequest
-	// batchBytes are the payload bytes of each batch (it goes out at Config.MaxBatchBytes).
-	batchBytes map[string]int
-	flushing   bool // an agentFlush is queued
+	batches  map[string]*routerBatch
+	flushing bool // an agentFlush is queued
 	// unacked counts the send requests per worker not acknowledged yet; held marks the batches
 	// a tick already saw waiting (the next tick sends them whatever the window).
 	unacked  map[string]int
@@ -55,6 +53,13 @@ type routerCall struct {
 type routerPublish struct {
 	remaining, delivered int
 	done                 chan<- publishResult
+}
+
+// routerBatch is the send request being built for one worker and the payload bytes it carries
+// (it goes out at Config.MaxBatch deliveries or Config.MaxBatchBytes).
+type routerBatch struct {
+	*messages.AgentSendRequest
+	bytes int
 }
 
 // agentFlush makes the router send the batches built during one mailbox run.
@@ -147,7 +152,7 @@ func (r *agentRouter) start(c actor.Context) {
 	r.dir = agents.NewDirectory(rt.cfg, agents.Member{ID: rt.selfID, NodeID: rt.nodeID, Address: rt.system.Address()})
 	r.sessions = agents.NewSessions[routerCall]()
 	r.pids = map[string]*actor.PID{rt.selfID: r.worker}
-	r.batches, r.batchBytes = map[string]*messages.AgentSendRequest{}, map[string]int{}
+	r.batches = map[string]*routerBatch{}
 	r.unacked, r.held = map[string]int{}, map[string]bool{}
 	r.probing = map[string]bool{}
 	r.sent = map[string]*[2]uint64{}
@@ -209,13 +214,13 @@ func (r *agentRouter) enqueue(c actor.Context, w *agents.WorkerRoute, env *messa
 	id := r.sessions.Open(w.ID, call, now, time.Unix(0, env.Deadline), r.rt.cfg.RPCTimeout)
 	b := r.batches[w.ID]
 	if b == nil {
-		b = &messages.AgentSendRequest{RouterId: r.rt.selfID}
+		b = &routerBatch{AgentSendRequest: &messages.AgentSendRequest{RouterId: r.rt.selfID}}
 		r.batches[w.ID] = b
 	}
 	b.Deliveries = append(b.Deliveries, &messages.AgentDelivery{Session: id, Envelope: env})
-	r.batchBytes[w.ID] += len(env.Payload)
-	if len(b.Deliveries) >= r.rt.cfg.MaxBatch || r.batchBytes[w.ID] >= r.rt.cfg.MaxBatchBytes {
-		r.sendBatch(c, w.ID, b, w)
+	b.bytes += len(env.Payload)
+	if len(b.Deliveries) >= r.rt.cfg.MaxBatch || b.bytes >= r.rt.cfg.MaxBatchBytes {
+		r.sendBatch(c, w.ID, b.AgentSendRequest, w)
 		return
 	}
 	if !r.flushing && r.unacked[w.ID] < sendWindow {
@@ -239,7 +244,6 @@ func (r *agentRouter) sendBatch(c actor.Context, id string, b *messages.AgentSen
 	}
 	c.Request(r.pid(w), b)
 	delete(r.batches, id)
-	delete(r.batchBytes, id)
 	delete(r.held, id)
 }
 
@@ -280,7 +284,7 @@ func (r *agentRouter) flush(c actor.Context) {
 	for id, b := range r.batches {
 		if w := r.table.Worker(id); w != nil {
 			if r.unacked[id] < sendWindow {
-				r.sendBatch(c, id, b, w)
+				r.sendBatch(c, id, b.AgentSendRequest, w)
 			}
 		} else {
 			for _, d := range b.Deliveries { // the worker left since: its sessions were resolved
@@ -290,7 +294,6 @@ func (r *agentRouter) flush(c actor.Context) {
 				}
 			}
 			delete(r.batches, id)
-			delete(r.batchBytes, id)
 			delete(r.held, id)
 		}
 	}

@@ -193,9 +193,7 @@ func (w *agentWorker) request(c actor.Context, m *messages.AgentSendRequest) {
 		w.deliver(c, ad)
 	}
 	if len(deliveries) >= ackedBatch {
-		rb := w.replyQueue(c, router, m.RouterId)
-		rb.resp.Requests++ // acknowledged in the next flush
-		rb.packed = m.PackedResults
+		w.replyQueue(c, router, m.RouterId).resp.Requests++ // acknowledged in the next flush
 	}
 }
 
@@ -251,7 +249,7 @@ func (w *agentWorker) reply(c actor.Context, r *agentResult) {
 		w.awaiting--
 	}
 	rb := w.replyQueue(c, r.router, r.routerKey)
-	rb.packed = rb.packed || r.packed
+	rb.packed = r.packed    // the same for every request of a router
 	r.outcome.WorkerId = "" // the response names the worker once; the router fills it in
 	rb.resp.Results = append(rb.resp.Results, &messages.AgentDeliveryResult{Session: r.session, Outcome: r.outcome})
 	rb.bytes += len(r.outcome.Response)
