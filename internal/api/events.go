@@ -79,7 +79,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, runID string, af
 		finalSince time.Time
 		buf        []byte
 	)
-	read, unflushed := true, true // the headers wait for the first entries (or the first wait)
+	read, first := true, true
 	for {
 		var entries []*messages.LedgerEntry
 		if entries, read, ok = s.nextEntries(ctx, tail, runID, after, read); !ok {
@@ -98,20 +98,17 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, runID string, af
 			if _, err := w.Write(buf); err != nil {
 				return
 			}
-			unflushed = true
 		}
 		if terminal {
 			flush()
 			return
 		}
-		// What was written goes out before the stream waits, in one flush with the headers
-		// for the first entries: one write per batch of entries, not per entry.
-		if unflushed {
-			if !flush() {
-				return
-			}
-			unflushed = false
+		// What was written goes out before the stream waits, in one flush (the first one with
+		// the headers): one write per batch of entries, not per entry.
+		if (first || len(buf) > 0) && !flush() {
+			return
 		}
+		first = false
 		switch {
 		case len(entries) > 0:
 			finalSince = time.Time{}
