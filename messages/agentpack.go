@@ -137,33 +137,49 @@ func str(v []byte) (string, error) {
 
 func unpackDeliveries(b []byte, n int) ([]*AgentDelivery, error) {
 	ds, envs, ids := make([]AgentDelivery, n), make([]MessageEnvelope, n), make([]AgentId, n)
-	out := make([]*AgentDelivery, n)
 	snaps := snapshotCache{}
+	err := unpackSessioned(b, n, func(i int) *uint64 { return &ds[i].Session }, func(i int, v []byte) error {
+		ds[i].Envelope = &envs[i]
+		return unpackEnvelope(v, &envs[i], &ids[i], &snaps)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*AgentDelivery, n)
+	for i := range ds {
+		out[i] = &ds[i]
+	}
+	return out, nil
+}
+
+// unpackSessioned decodes the n elements of field 2 in b, each a message of a session (field 1,
+// into *session(i)) and a body (field 2, at most once, handed to body(i, bytes)): a delivery or a
+// result.
+func unpackSessioned(b []byte, n int, session func(i int) *uint64, body func(i int, v []byte) error) error {
 	for i := range n {
 		v, rest, err := nextBytes(b, 2)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		b = rest
-		d := &ds[i]
+		seen := false
 		err = fields(v, func(f field) error {
 			switch {
 			case f.num == 1 && f.typ == protowire.VarintType:
-				d.Session = f.x
-			case f.num == 2 && f.typ == protowire.BytesType && d.Envelope == nil:
-				d.Envelope = &envs[i]
-				return unpackEnvelope(f.v, &envs[i], &ids[i], &snaps)
+				*session(i) = f.x
+			case f.num == 2 && f.typ == protowire.BytesType && !seen:
+				seen = true
+				return body(i, f.v)
 			default:
 				return errUnexpected
 			}
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out[i] = d
 	}
-	return out, nil
+	return nil
 }
 
 // unpackEnvelope decodes a MessageEnvelope into e, its recipient into id.
@@ -249,30 +265,16 @@ func (c *snapshotCache) get(raw []byte) (*ExecutionContextSnapshot, error) {
 
 func unpackResults(b []byte, n int) ([]*AgentDeliveryResult, error) {
 	rs, outs := make([]AgentDeliveryResult, n), make([]DeliveryOutcome, n)
+	err := unpackSessioned(b, n, func(i int) *uint64 { return &rs[i].Session }, func(i int, v []byte) error {
+		rs[i].Outcome = &outs[i]
+		return unpackOutcome(v, &outs[i])
+	})
+	if err != nil {
+		return nil, err
+	}
 	out := make([]*AgentDeliveryResult, n)
-	for i := range n {
-		v, rest, err := nextBytes(b, 2)
-		if err != nil {
-			return nil, err
-		}
-		b = rest
-		r := &rs[i]
-		err = fields(v, func(f field) error {
-			switch {
-			case f.num == 1 && f.typ == protowire.VarintType:
-				r.Session = f.x
-			case f.num == 2 && f.typ == protowire.BytesType && r.Outcome == nil:
-				r.Outcome = &outs[i]
-				return unpackOutcome(f.v, &outs[i])
-			default:
-				return errUnexpected
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		out[i] = r
+	for i := range rs {
+		out[i] = &rs[i]
 	}
 	return out, nil
 }
