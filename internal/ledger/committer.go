@@ -26,8 +26,11 @@ type Request struct {
 	Commit store.StepCommit
 	Ledger []*messages.LedgerEntry
 	// Run is the shared run the request belongs to: its shard and its order.
-	Run  string
-	Done func(error)
+	Run string
+	// Async marks an append that nothing waits for: like a step's "running" record, it may
+	// wait up to the start hold for more requests to share its write.
+	Async bool
+	Done  func(error)
 }
 
 // CommitterConfig configures a Committer. The zero value of each field means its default.
@@ -44,7 +47,8 @@ type CommitterConfig struct {
 	// requests before it is written: a fast step's end then arrives in time to fold into its
 	// start (one write per step instead of two, one after the other). Nothing waits for a
 	// start record (the step runs meanwhile), and a batch with anything else in it goes at
-	// once. Default 500µs; negative: no wait.
+	// once. An Async append waits like a start (it shares the write of the step records that
+	// follow it). Default 500µs; negative: no wait.
 	StartHold time.Duration
 }
 
@@ -162,7 +166,7 @@ func (c *Committer) loop(ctx context.Context, ch chan Request) {
 			return
 		}
 		batch = c.fill(ch, batch)
-		if c.hold > 0 && len(batch) < c.maxBatch && onlyStarts(batch) {
+		if c.hold > 0 && len(batch) < c.maxBatch && holdable(batch) {
 			batch = c.fill(ch, c.holdFor(ctx, ch, batch))
 		}
 		for len(batch) > 0 {
@@ -184,19 +188,27 @@ func (c *Committer) fill(ch chan Request, batch []Request) []Request {
 	return batch
 }
 
-// holdFor waits up to the start hold for one more request (a fast step's end, whose start is
-// in batch) and returns batch with it.
+// holdFor waits up to the start hold for more requests (a fast step's end, whose start is in
+// batch, or the step records that follow an async append) and returns batch with them: it
+// returns as soon as batch is no longer holdable, or full.
 func (c *Committer) holdFor(ctx context.Context, ch chan Request, batch []Request) []Request {
 	if testHookHold != nil {
 		testHookHold()
 	}
 	t := time.NewTimer(c.hold)
 	defer t.Stop()
-	select {
-	case r := <-ch:
-		return append(batch, r)
-	case <-t.C:
-	case <-ctx.Done():
+	for len(batch) < c.maxBatch {
+		select {
+		case r := <-ch:
+			batch = append(batch, r)
+			if !holdable(batch[len(batch)-1:]) {
+				return batch
+			}
+		case <-t.C:
+			return batch
+		case <-ctx.Done():
+			return batch
+		}
 	}
 	return batch
 }
@@ -205,10 +217,11 @@ func (c *Committer) holdFor(ctx context.Context, ch chan Request, batch []Reques
 // begins to hold a batch of starts.
 var testHookHold func()
 
-// onlyStarts reports whether batch holds nothing but steps' "running" records.
-func onlyStarts(batch []Request) bool {
+// holdable reports whether batch holds nothing but steps' "running" records and async
+// appends: requests nothing waits on, which may wait for company.
+func holdable(batch []Request) bool {
 	for _, r := range batch {
-		if r.Ledger != nil || r.Commit.Step.GetStatus() != messages.StepRunning {
+		if r.Ledger != nil && !r.Async || r.Ledger == nil && r.Commit.Step.GetStatus() != messages.StepRunning {
 			return false
 		}
 	}
@@ -258,6 +271,10 @@ func (c *Committer) writeSegment(ctx context.Context, batch []Request) []Request
 			later = append(later, r)
 		}
 	}
+	if ac, ok := c.st.(store.AppendCommitter); ok && len(appends) > 0 && len(commits) > 0 {
+		c.appendAndWrite(ctx, ac, appends, commits)
+		return later
+	}
 	if len(appends) > 0 {
 		c.append(ctx, appends)
 	}
@@ -295,16 +312,27 @@ func (c *Committer) retry(ctx context.Context, what string, n int, try func(ctx 
 
 // append writes ledger-only requests in one call.
 func (c *Committer) append(ctx context.Context, reqs []Request) {
-	var entries []*messages.LedgerEntry
-	for _, r := range reqs {
-		entries = append(entries, r.Ledger...)
-	}
+	entries := ledgerOf(reqs)
 	var stored []*messages.LedgerEntry
 	err := c.retry(ctx, "ledger append", len(reqs), func(ctx context.Context) error {
 		var err error
 		stored, err = c.st.Append(ctx, entries...)
 		return err
 	})
+	c.appended(reqs, stored, err)
+}
+
+// ledgerOf is the entries of ledger-only requests, in order.
+func ledgerOf(reqs []Request) []*messages.LedgerEntry {
+	var entries []*messages.LedgerEntry
+	for _, r := range reqs {
+		entries = append(entries, r.Ledger...)
+	}
+	return entries
+}
+
+// appended answers ledger-only requests whose entries were stored (or failed with err).
+func (c *Committer) appended(reqs []Request, stored []*messages.LedgerEntry, err error) {
 	for _, r := range reqs {
 		r.Done(err)
 		if err == nil && c.hub != nil {
@@ -314,6 +342,26 @@ func (c *Committer) append(ctx context.Context, reqs []Request) {
 			stored = stored[len(r.Ledger):]
 		}
 	}
+}
+
+// appendAndWrite writes ledger-only requests and a commit batch in one call (appends first,
+// as writeSegment ordered them).
+func (c *Committer) appendAndWrite(ctx context.Context, st store.AppendCommitter, appends, batch []Request) {
+	entries := ledgerOf(appends)
+	commits, slot := merge(batch)
+	var (
+		stored []*messages.LedgerEntry
+		errs   []error
+	)
+	attempts := 0
+	err := c.retry(ctx, "ledger append and commit batch", len(appends)+len(batch), func(ctx context.Context) error {
+		attempts++
+		var err error
+		stored, errs, err = st.AppendAndCommitSteps(ctx, entries, commits)
+		return err
+	})
+	c.appended(appends, stored, err)
+	c.answer(batch, commits, slot, errs, attempts, err)
 }
 
 // publish tells hub of stored entries (of one run or more, each run's in Seq order).
@@ -340,6 +388,13 @@ func (c *Committer) write(ctx context.Context, batch []Request) {
 		errs, err = c.st.CommitSteps(ctx, commits)
 		return err
 	})
+	c.answer(batch, commits, slot, errs, attempts, err)
+}
+
+// answer answers the requests of a written commit batch: batch[i] was carried by
+// commits[slot[i]], whose outcome is errs[slot[i]] (or err for all); attempts counts the
+// store calls made.
+func (c *Committer) answer(batch []Request, commits []store.StepCommit, slot []int, errs []error, attempts int, err error) {
 	told := make([]bool, len(commits))
 	for i, r := range batch {
 		if err != nil {

@@ -184,3 +184,109 @@ func TestCommitter_startWaitsForItsEnd(t *testing.T) {
 		})
 	}
 }
+
+// boltCounting is a bolt store that counts its ledger and commit calls by kind.
+type boltCounting struct {
+	*boltstore.Store
+	appends, commits, combined atomic.Int64
+}
+
+func (s *boltCounting) Append(ctx context.Context, entries ...*messages.LedgerEntry) ([]*messages.LedgerEntry, error) {
+	s.appends.Add(1)
+	return s.Store.Append(ctx, entries...)
+}
+
+func (s *boltCounting) CommitSteps(ctx context.Context, commits []store.StepCommit) ([]error, error) {
+	s.commits.Add(1)
+	return s.Store.CommitSteps(ctx, commits)
+}
+
+func (s *boltCounting) AppendAndCommitSteps(ctx context.Context, entries []*messages.LedgerEntry, commits []store.StepCommit) ([]*messages.LedgerEntry, []error, error) {
+	s.combined.Add(1)
+	return s.Store.AppendAndCommitSteps(ctx, entries, commits)
+}
+
+// TestCommitter_asyncAppendSharesTheStepsWrite: an append nothing waits for (a dispatch's
+// outcome) waits like a start for the step records that follow it, and all of them go in one
+// store call, in order; an append its caller waits for is written at once, alone.
+func TestCommitter_asyncAppendSharesTheStepsWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		async bool
+		kinds []string
+		calls [3]int64 // Append, CommitSteps, AppendAndCommitSteps
+	}{
+		{"async append", true, []string{messages.KindDispatch, messages.KindStepStarted, messages.KindStepSucceeded}, [3]int64{0, 0, 1}},
+		{"waited-on append", false, []string{messages.KindDispatch}, [3]int64{1, 0, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bs, err := boltstore.Open(boltstore.Options{Path: filepath.Join(t.TempDir(), "dair.db"), NoSync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer bs.Close()
+			st := &boltCounting{Store: bs}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := st.CreateExecution(ctx, &messages.Execution{ExecutionId: "x1", SharedRunId: "r1", Epoch: 1}); err != nil {
+				t.Fatal(err)
+			}
+			holding := make(chan struct{}, 1)
+			defer ledger.SetHoldHook(func() {
+				select {
+				case holding <- struct{}{}:
+				default:
+				}
+			})()
+			g := workgroup.New()
+			c := ledger.NewCommitter(st, ledger.CommitterConfig{Shards: 1, StartHold: time.Minute})
+			c.Start(g)
+			done := make(chan error, 3)
+			submit := func(r ledger.Request) {
+				r.Run, r.Done = "r1", func(err error) { done <- err }
+				if !c.Submit(r) {
+					t.Fatal("submit refused")
+				}
+			}
+			submit(ledger.Request{Ledger: []*messages.LedgerEntry{{SharedRunId: "r1", Kind: messages.KindDispatch}}, Async: tc.async})
+			want := 1
+			if tc.async {
+				select {
+				case <-holding:
+				case <-ctx.Done():
+					t.Fatal("the async append was not held")
+				}
+				submit(ledger.Request{Commit: stepRecord(messages.StepRunning, messages.KindStepStarted)})
+				submit(ledger.Request{Commit: stepRecord(messages.StepSucceeded, messages.KindStepSucceeded)})
+				want = 3
+			}
+			for range want {
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Fatal(err)
+					}
+				case <-ctx.Done():
+					t.Fatal("request not answered (a waited-on append was held?)")
+				}
+			}
+			if err := g.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := [3]int64{st.appends.Load(), st.commits.Load(), st.combined.Load()}; got != tc.calls {
+				t.Fatalf("store calls (Append, CommitSteps, AppendAndCommitSteps) = %v, want %v", got, tc.calls)
+			}
+			entries, err := st.ReadLedger(ctx, "r1", 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kinds []string
+			for _, e := range entries {
+				kinds = append(kinds, e.Kind)
+			}
+			if fmt.Sprint(kinds) != fmt.Sprint(tc.kinds) {
+				t.Fatalf("ledger kinds = %v, want %v", kinds, tc.kinds)
+			}
+		})
+	}
+}

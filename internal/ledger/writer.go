@@ -136,7 +136,7 @@ func (w *Writer) RecordAsync(ctx context.Context, entries ...*messages.LedgerEnt
 				w.log.Warn("ledger append failed", zap.String("kind", group[0].Kind), zap.String("shared_run_id", run), zap.Error(err))
 			}
 		}
-		if w.commits == nil || !w.commits.Submit(Request{Ledger: group, Run: run, Done: done}) {
+		if w.commits == nil || !w.commits.Submit(Request{Ledger: group, Run: run, Async: true, Done: done}) {
 			w.appendDirect(ctx, group)
 		}
 	})

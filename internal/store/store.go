@@ -206,6 +206,14 @@ type StepCommit struct {
 	Usage *messages.UsageEvent
 }
 
+// AppendCommitter is an optional capability of a backend, checked by type assertion: a ledger
+// append and a step commit batch in one atomic write, the entries appended first. It answers
+// like Append (the stored entries) and CommitSteps (one contract error per commit, a storage
+// failure as err with nothing written). It blocks on I/O and is goroutine-safe.
+type AppendCommitter interface {
+	AppendAndCommitSteps(ctx context.Context, entries []*messages.LedgerEntry, commits []StepCommit) ([]*messages.LedgerEntry, []error, error)
+}
+
 // UsageMark names the attempt a commit's usage event meters within its execution (step id and
 // attempt): backends store one usage event per execution and mark at most.
 func UsageMark(c StepCommit) string {

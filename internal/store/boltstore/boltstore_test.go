@@ -215,3 +215,43 @@ func BenchmarkExecutionLifecycle(b *testing.B) {
 		})
 	}
 }
+
+// TestStore_AppendAndCommitSteps: the entries are appended before the commits' entries, in one
+// write; a commit refused by its contract (stale epoch) writes nothing of its own and leaves the
+// append and the other commits written.
+func TestStore_AppendAndCommitSteps(t *testing.T) {
+	st := open(t, filepath.Join(t.TempDir(), "dair.db"), time.Now, true)
+	ctx := context.Background()
+	if err := st.CreateExecution(ctx, &messages.Execution{ExecutionId: "x1", SharedRunId: "r1", Epoch: 2}); err != nil {
+		t.Fatal(err)
+	}
+	commit := func(epoch int64, step, kind string) store.StepCommit {
+		return store.StepCommit{ExecutionID: "x1", Epoch: epoch, Step: &messages.StepState{StepId: step, Status: messages.StepSucceeded, Attempts: 1},
+			Ledger: []*messages.LedgerEntry{{Kind: kind}}}
+	}
+	commits := []store.StepCommit{commit(2, "a", messages.KindStepSucceeded), commit(1, "b", "stale")}
+	stored, errs, err := st.AppendAndCommitSteps(ctx, []*messages.LedgerEntry{{SharedRunId: "r1", Kind: messages.KindDispatch}}, commits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != 1 || stored[0].Seq != 1 {
+		t.Fatalf("stored = %v, want the dispatch entry at seq 1", stored)
+	}
+	if errs[0] != nil || !errors.Is(errs[1], store.ErrStaleEpoch) {
+		t.Fatalf("errs = %v, want [nil, stale epoch]", errs)
+	}
+	if len(commits[0].Appended) != 1 || commits[0].Appended[0].Seq != 2 || commits[1].Appended != nil {
+		t.Fatalf("appended = %v / %v", commits[0].Appended, commits[1].Appended)
+	}
+	entries, err := st.ReadLedger(ctx, "r1", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(len(entries), entries[0].Kind, entries[1].Kind); got != fmt.Sprint(2, messages.KindDispatch, messages.KindStepSucceeded) {
+		t.Fatalf("ledger = %v", entries)
+	}
+	_, steps, err := st.GetExecution(ctx, "x1")
+	if err != nil || len(steps) != 1 || steps[0].StepId != "a" {
+		t.Fatalf("steps = %v, %v: want step a only (the stale commit writes nothing)", steps, err)
+	}
+}

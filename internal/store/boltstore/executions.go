@@ -163,15 +163,31 @@ func (s *Store) FenceExecution(ctx context.Context, id, owner, fromInstance stri
 // CommitSteps writes every commit in one write transaction (shared with concurrent writers).
 // errs[i] reports commit i; a commit that fails writes nothing.
 func (s *Store) CommitSteps(ctx context.Context, commits []store.StepCommit) ([]error, error) {
+	_, errs, err := s.AppendAndCommitSteps(ctx, nil, commits)
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+var _ store.AppendCommitter = (*Store)(nil)
+
+// AppendAndCommitSteps appends entries and then commits commits, in one transaction: the
+// ledger append and the commit batch that follows it in a committer's round cost one fsync.
+func (s *Store) AppendAndCommitSteps(ctx context.Context, entries []*messages.LedgerEntry, commits []store.StepCommit) ([]*messages.LedgerEntry, []error, error) {
 	for i, c := range commits {
 		if c.Step.GetStepId() == "" {
-			return nil, fmt.Errorf("boltstore: commit steps: commit %d has no step id", i)
+			return nil, nil, fmt.Errorf("boltstore: commit steps: commit %d has no step id", i)
 		}
 	}
+	stored := make([]*messages.LedgerEntry, len(entries))
 	errs := make([]error, len(commits))
 	appended := make([][]*messages.LedgerEntry, len(commits))
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		now := s.nowNanos()
+		if err := appendEntries(tx, now, entries, stored); err != nil {
+			return err
+		}
 		for i, c := range commits {
 			res, entries, err := commitStep(tx, now, c)
 			if err != nil {
@@ -182,12 +198,16 @@ func (s *Store) CommitSteps(ctx context.Context, commits []store.StepCommit) ([]
 		return nil
 	})
 	if err != nil {
-		return nil, wrap("commit steps", "", err)
+		what := "commit steps"
+		if len(entries) > 0 {
+			what = "append and commit steps"
+		}
+		return nil, nil, wrap(what, "", err)
 	}
 	for i := range commits {
 		commits[i].Appended = appended[i]
 	}
-	return errs, nil
+	return stored, errs, nil
 }
 
 // commitStep applies one commit. It returns the commit's contract error as res (nothing

@@ -39,20 +39,22 @@ func appendEntry(tx *bolt.Tx, now int64, en *messages.LedgerEntry) error {
 // and At set. The caller's entries are not modified.
 func (s *Store) Append(ctx context.Context, entries ...*messages.LedgerEntry) ([]*messages.LedgerEntry, error) {
 	out := make([]*messages.LedgerEntry, len(entries))
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		now := s.nowNanos()
-		for i, e := range entries {
-			out[i] = proto.Clone(e).(*messages.LedgerEntry)
-			if err := appendEntry(tx, now, out[i]); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err := s.update(ctx, func(tx *bolt.Tx) error { return appendEntries(tx, s.nowNanos(), entries, out) })
 	if err != nil {
 		return nil, wrap("append ledger", "", err)
 	}
 	return out, nil
+}
+
+// appendEntries appends a copy of each entry, stored as out[i] with Seq and At set.
+func appendEntries(tx *bolt.Tx, now int64, entries, out []*messages.LedgerEntry) error {
+	for i, e := range entries {
+		out[i] = proto.Clone(e).(*messages.LedgerEntry)
+		if err := appendEntry(tx, now, out[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ReadLedger returns entries of sharedRunID with Seq > afterSeq in order, at most limit (0: all).
