@@ -255,3 +255,22 @@ func TestStore_AppendAndCommitSteps(t *testing.T) {
 		t.Fatalf("steps = %v, %v: want step a only (the stale commit writes nothing)", steps, err)
 	}
 }
+
+// TestStore_Append_seqPerRunWhenIDsSharePrefixes: a run's next Seq comes from its own last
+// ledger key, also when other runs' ids extend its id or sort just before or after it.
+func TestStore_Append_seqPerRunWhenIDsSharePrefixes(t *testing.T) {
+	st := open(t, filepath.Join(t.TempDir(), "dair.db"), time.Now, true)
+	ctx := context.Background()
+	var got []string
+	for _, run := range []string{"r10", "r1", "r10", "r", "r1", "r2", "r1", "r10"} {
+		out, err := st.Append(ctx, &messages.LedgerEntry{SharedRunId: run, Kind: messages.KindDispatch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s:%d", run, out[0].Seq))
+	}
+	want := "[r10:1 r1:1 r10:2 r:1 r1:2 r2:1 r1:3 r10:3]"
+	if fmt.Sprint(got) != want {
+		t.Fatalf("seqs = %v, want %s", got, want)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
@@ -19,20 +20,30 @@ func appendEntry(tx *bolt.Tx, now int64, en *messages.LedgerEntry) error {
 	if runID == "" {
 		return errors.New("boltstore: append ledger: entry without shared run id")
 	}
-	seqs := tx.Bucket(bLedgerSeq)
-	var seq uint64
-	if v := seqs.Get([]byte(runID)); len(v) == 8 {
-		seq = binary.BigEndian.Uint64(v)
-	}
-	seq++
-	if err := seqs.Put([]byte(runID), u64(seq)); err != nil {
-		return fmt.Errorf("ledger seq %s: %w", runID, err)
-	}
+	pre := prefix(runID)
+	seq := lastSeq(tx.Bucket(bLedger), pre) + 1
 	en.Seq = int64(seq)
 	if en.At == 0 {
 		en.At = now
 	}
-	return put(tx, bLedger, concat(prefix(runID), u64(seq)), en)
+	return put(tx, bLedger, concat(pre, u64(seq)), en)
+}
+
+// lastSeq is the Seq of the last entry of the run whose ledger keys start with pre (0: none).
+// Entries are never deleted, so the last key is the last Seq: no counter is kept beside them
+// (a transaction that appends dirties the ledger's pages only).
+func lastSeq(ledger *bolt.Bucket, pre []byte) uint64 {
+	c := ledger.Cursor()
+	k, _ := c.Seek(concat(pre, u64(math.MaxUint64)))
+	if k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
+	}
+	if len(k) != len(pre)+8 || !bytes.HasPrefix(k, pre) {
+		return 0
+	}
+	return binary.BigEndian.Uint64(k[len(pre):])
 }
 
 // Append adds entries to their runs' ledgers in one transaction and returns copies with Seq

@@ -46,7 +46,6 @@ var (
 	bSteps         = []byte("steps")          // exec \0 step -> StepState
 	bExecByInst    = []byte("exec_by_inst")   // instance \0 exec -> nil (non-terminal only)
 	bLedger        = []byte("ledger")         // run \0 seq -> LedgerEntry
-	bLedgerSeq     = []byte("ledger_seq")     // run -> last seq
 	bTenants       = []byte("tenants")        // id -> TenantSettings
 	bScaleOuts     = []byte("scaleouts")      // id -> ScaleOutRequest
 	bPipelines     = []byte("pipelines")      // key \0 hash -> PipelineVersion
@@ -59,8 +58,10 @@ var (
 	bInstRecByTen  = []byte("inst_by_tenant") // tenant \0 runtime instance id -> nil
 )
 
+// allBuckets are created at Open. (Files written before 2026-12 also hold a "ledger_seq" bucket,
+// no longer read or written: a run's last Seq is its last ledger key.)
 var allBuckets = [][]byte{bRuns, bRunsVer, bRunsIdem, bRunsCreated, bQueueItems, bQueuePending, bQueueClaims,
-	bInstances, bReservations, bExecutions, bSteps, bExecByInst, bLedger, bLedgerSeq, bTenants,
+	bInstances, bReservations, bExecutions, bSteps, bExecByInst, bLedger, bTenants,
 	bScaleOuts, bPipelines, bPipelinesLast, bUsage, bUsageMarks, bLeases, bTenantStates, bInstRecords, bInstRecByTen,
 	bQueueTenant, bQueueTenantPending, bQueueTenantCount, bHoldOf, bRate}
 
