@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -19,7 +20,10 @@ var _ store.Assigner = (*Store)(nil)
 // runVersion returns the record version of run id (store.CreatedRunVersion until its first
 // update).
 func runVersion(tx *bolt.Tx, id string) int64 {
-	if v := tx.Bucket(bRunsVer).Get([]byte(id)); len(v) == 8 {
+	if v := tx.Bucket(bRuns).Get(versionKey(id)); len(v) == 8 {
+		return int64(binary.BigEndian.Uint64(v))
+	}
+	if v := tx.Bucket(bRunsVer).Get([]byte(id)); len(v) == 8 { // a file written before 2026-12
 		return int64(binary.BigEndian.Uint64(v))
 	}
 	return store.CreatedRunVersion
@@ -27,11 +31,19 @@ func runVersion(tx *bolt.Tx, id string) int64 {
 
 // bumpRunVersion increments the record version of run id.
 func bumpRunVersion(tx *bolt.Tx, id string) error {
-	if err := tx.Bucket(bRunsVer).Put([]byte(id), u64(uint64(runVersion(tx, id)+1))); err != nil {
+	if err := tx.Bucket(bRuns).Put(versionKey(id), u64(uint64(runVersion(tx, id)+1))); err != nil {
 		return fmt.Errorf("run version %s: %w", id, err)
 	}
 	return nil
 }
+
+// versionKey is the key of run id's record version in the runs bucket: the id and "\x00v",
+// which sorts right after the run's own key (ids hold no NUL), so a write of the run and its
+// version usually dirties one page, not two trees.
+func versionKey(id string) []byte { return append([]byte(id), 0, 'v') }
+
+// isVersionKey reports whether k, a key of the runs bucket, is a version key, not a run id.
+func isVersionKey(k []byte) bool { return bytes.IndexByte(k, 0) >= 0 }
 
 // ClaimRuns claims like Claim, then reads the claimed runs. See store.Assigner.
 func (s *Store) ClaimRuns(ctx context.Context, pumpID string, max int, visibility time.Duration) ([]store.ClaimedRun, error) {
@@ -105,6 +117,9 @@ func (s *Store) assignTx(tx *bolt.Tx, a store.Assignment) (store.AssignResult, i
 	now := s.nowNanos()
 	if a.Version == store.NewRunVersion && a.Run.GetIdempotencyKey() != "" {
 		return 0, 0, fmt.Errorf("boltstore: assign %s: a run with an idempotency key is created by CreateRun", id)
+	}
+	if id == "" || strings.Contains(id, sep) {
+		return 0, 0, fmt.Errorf("boltstore: assign: empty run id or id with NUL %q", id)
 	}
 	cur := &messages.SharedRun{}
 	ok, err := get(tx, bRuns, []byte(id), cur)

@@ -167,6 +167,10 @@ func TestStore_Open_buildsTheLiveRunsIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// An updated run has a record version stored next to it, which the rebuild skips.
+	if _, err := st.UpdateRun(ctx, "r0", func(r *messages.SharedRun) error { r.Attempts++; return nil }); err != nil {
+		t.Fatal(err)
+	}
 	db := closeToRaw(t, st, path)
 	if err := db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("runs_live")) }); err != nil {
 		t.Fatal(err)
@@ -272,5 +276,47 @@ func TestStore_Append_seqPerRunWhenIDsSharePrefixes(t *testing.T) {
 	want := "[r10:1 r1:1 r10:2 r:1 r1:2 r2:1 r1:3 r10:3]"
 	if fmt.Sprint(got) != want {
 		t.Fatalf("seqs = %v, want %s", got, want)
+	}
+}
+
+// TestStore_runVersion_ofAnOlderFile: a record version that a file written before 2026-12 keeps
+// in its runs_ver bucket is read, and the next update stores its successor next to the run.
+func TestStore_runVersion_ofAnOlderFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "dair.db")
+	st, err := boltstore.Open(boltstore.Options{Path: path, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.CreateRun(ctx, &messages.SharedRun{SharedRunId: "r1", TenantId: "t1", Status: messages.RunQueued}); err != nil {
+		t.Fatal(err)
+	}
+	db := closeToRaw(t, st, path)
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("runs_ver")).Put([]byte("r1"), []byte{0, 0, 0, 0, 0, 0, 0, 5}) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err = boltstore.Open(boltstore.Options{Path: path, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = st.Close() }()
+	if _, ver, err := st.GetRunVersion(ctx, "r1"); err != nil || ver != 5 {
+		t.Fatalf("version = %d, %v; want the older file's 5", ver, err)
+	}
+	if _, err := st.UpdateRun(ctx, "r1", func(r *messages.SharedRun) error { r.Attempts++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, ver, err := st.GetRunVersion(ctx, "r1"); err != nil || ver != 6 {
+		t.Fatalf("version after an update = %d, %v; want 6", ver, err)
+	}
+	runs, err := st.ListRuns(ctx, store.RunFilter{})
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs = %v, %v; want r1 alone (no version key listed)", runs, err)
+	}
+	if _, _, err := st.CreateRun(ctx, &messages.SharedRun{SharedRunId: "r1\x00v", TenantId: "t1"}); err == nil {
+		t.Fatal("a run id with NUL was stored")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
@@ -27,8 +28,8 @@ func createdKey(r *messages.SharedRun) []byte {
 // CreateRun stores run (see store.Runs). It blocks until durable.
 func (s *Store) CreateRun(ctx context.Context, run *messages.SharedRun) (*messages.SharedRun, bool, error) {
 	id := run.GetSharedRunId()
-	if id == "" {
-		return nil, false, fmt.Errorf("boltstore: create run: empty id")
+	if id == "" || strings.Contains(id, sep) {
+		return nil, false, fmt.Errorf("boltstore: create run: empty id or id with NUL %q", id)
 	}
 	var out *messages.SharedRun
 	var created bool
@@ -259,6 +260,9 @@ func indexLive(tx *bolt.Tx, oldIdx []byte, r *messages.SharedRun) error {
 // buildLiveIndex lists every run that is not final in the live-runs index.
 func buildLiveIndex(tx *bolt.Tx) error {
 	return tx.Bucket(bRuns).ForEach(func(k, v []byte) error {
+		if isVersionKey(k) {
+			return nil
+		}
 		r := &messages.SharedRun{}
 		if err := proto.Unmarshal(v, r); err != nil {
 			return fmt.Errorf("decode run %s: %w", k, err)

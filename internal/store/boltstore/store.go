@@ -32,10 +32,10 @@ const maxGroup = 256
 
 // Bucket names, one per concern plus indexes.
 var (
-	bRuns          = []byte("runs")           // id -> SharedRun
+	bRuns          = []byte("runs")           // id -> SharedRun; id \0 "v" -> record version (absent: store.CreatedRunVersion)
 	bRunsIdem      = []byte("runs_idem")      // tenant \0 key -> id
 	bRunsCreated   = []byte("runs_created")   // ^createdAt \0.. id -> nil (newest first)
-	bRunsVer       = []byte("runs_ver")       // id -> record version (absent: store.CreatedRunVersion)
+	bRunsVer       = []byte("runs_ver")       // id -> record version, in files written before 2026-12 (read only)
 	bRunsLive      = []byte("runs_live")      // as runs_created, for the runs that are not final
 	bQueueItems    = []byte("queue_items")    // runID -> queueItem
 	bQueuePending  = []byte("queue_pending")  // seq + runID -> nil
