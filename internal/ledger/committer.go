@@ -27,8 +27,9 @@ type Request struct {
 	Ledger []*messages.LedgerEntry
 	// Run is the shared run the request belongs to: its shard and its order.
 	Run string
-	// Async marks an append that nothing waits for: like a step's "running" record, it may
-	// wait up to the start hold for more requests to share its write.
+	// Async marks an append that nothing waits for: over a store.AppendCommitter, like a
+	// step's "running" record, it may wait up to the start hold for more requests to share
+	// its write.
 	Async bool
 	Done  func(error)
 }
@@ -47,8 +48,8 @@ type CommitterConfig struct {
 	// requests before it is written: a fast step's end then arrives in time to fold into its
 	// start (one write per step instead of two, one after the other). Nothing waits for a
 	// start record (the step runs meanwhile), and a batch with anything else in it goes at
-	// once. An Async append waits like a start (it shares the write of the step records that
-	// follow it). Default 500µs; negative: no wait.
+	// once. Over a store.AppendCommitter an Async append waits like a start (it shares the
+	// write of the step records that follow it). Default 500µs; negative: no wait.
 	StartHold time.Duration
 }
 
@@ -98,6 +99,9 @@ type Committer struct {
 	shards   []chan Request
 	maxBatch int
 	hold     time.Duration // CommitterConfig.StartHold
+	// folds reports that the store writes an append and commits in one call
+	// (store.AppendCommitter): only then may an async append wait for the commits after it.
+	folds bool
 
 	closing chan struct{} // closed when the committer starts stopping: wakes blocked submitters
 	once    sync.Once
@@ -109,7 +113,8 @@ type Committer struct {
 // submitted before Start wait in the shards' buffers.
 func NewCommitter(st CommitStore, cfg CommitterConfig) *Committer {
 	cfg = cfg.withDefaults()
-	c := &Committer{st: st, log: cfg.Log, hub: cfg.Notifier, maxBatch: cfg.Batch, hold: cfg.StartHold, closing: make(chan struct{})}
+	_, folds := st.(store.AppendCommitter)
+	c := &Committer{st: st, log: cfg.Log, hub: cfg.Notifier, maxBatch: cfg.Batch, hold: cfg.StartHold, folds: folds, closing: make(chan struct{})}
 	for i := 0; i < cfg.Shards; i++ {
 		c.shards = append(c.shards, make(chan Request, 4096))
 	}
@@ -166,7 +171,7 @@ func (c *Committer) loop(ctx context.Context, ch chan Request) {
 			return
 		}
 		batch = c.fill(ch, batch)
-		if c.hold > 0 && len(batch) < c.maxBatch && holdable(batch) {
+		if c.hold > 0 && len(batch) < c.maxBatch && c.holdable(batch) {
 			batch = c.fill(ch, c.holdFor(ctx, ch, batch))
 		}
 		for len(batch) > 0 {
@@ -201,7 +206,7 @@ func (c *Committer) holdFor(ctx context.Context, ch chan Request, batch []Reques
 		select {
 		case r := <-ch:
 			batch = append(batch, r)
-			if !holdable(batch[len(batch)-1:]) {
+			if !c.holdable(batch[len(batch)-1:]) {
 				return batch
 			}
 		case <-t.C:
@@ -217,11 +222,12 @@ func (c *Committer) holdFor(ctx context.Context, ch chan Request, batch []Reques
 // begins to hold a batch of starts.
 var testHookHold func()
 
-// holdable reports whether batch holds nothing but steps' "running" records and async
-// appends: requests nothing waits on, which may wait for company.
-func holdable(batch []Request) bool {
+// holdable reports whether batch holds nothing but steps' "running" records and, over a store
+// that folds appends into commits, async appends: requests nothing waits on, which may wait for
+// company. (Elsewhere an async append would only be written later, and not in fewer calls.)
+func (c *Committer) holdable(batch []Request) bool {
 	for _, r := range batch {
-		if r.Ledger != nil && !r.Async || r.Ledger == nil && r.Commit.Step.GetStatus() != messages.StepRunning {
+		if r.Ledger != nil && (!r.Async || !c.folds) || r.Ledger == nil && r.Commit.Step.GetStatus() != messages.StepRunning {
 			return false
 		}
 	}

@@ -128,13 +128,7 @@ func TestCommitter_startWaitsForItsEnd(t *testing.T) {
 			if err := st.CreateExecution(ctx, &messages.Execution{ExecutionId: "x1", SharedRunId: "r1", Epoch: 1}); err != nil {
 				t.Fatal(err)
 			}
-			holding := make(chan struct{}, 1)
-			defer ledger.SetHoldHook(func() {
-				select {
-				case holding <- struct{}{}:
-				default:
-				}
-			})()
+			holding := holdSignal(t)
 			g := workgroup.New()
 			c := ledger.NewCommitter(st, ledger.CommitterConfig{Shards: 1, StartHold: tc.hold})
 			c.Start(g)
@@ -155,16 +149,7 @@ func TestCommitter_startWaitsForItsEnd(t *testing.T) {
 				submit(stepRecord(messages.StepSucceeded, messages.KindStepSucceeded))
 				want = 2
 			}
-			for range want {
-				select {
-				case err := <-done:
-					if err != nil {
-						t.Fatal(err)
-					}
-				case <-ctx.Done():
-					t.Fatal("commit not answered")
-				}
-			}
+			awaitAnswers(ctx, t, done, want)
 			if err := g.Stop(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -231,13 +216,7 @@ func TestCommitter_asyncAppendSharesTheStepsWrite(t *testing.T) {
 			if err := st.CreateExecution(ctx, &messages.Execution{ExecutionId: "x1", SharedRunId: "r1", Epoch: 1}); err != nil {
 				t.Fatal(err)
 			}
-			holding := make(chan struct{}, 1)
-			defer ledger.SetHoldHook(func() {
-				select {
-				case holding <- struct{}{}:
-				default:
-				}
-			})()
+			holding := holdSignal(t)
 			g := workgroup.New()
 			c := ledger.NewCommitter(st, ledger.CommitterConfig{Shards: 1, StartHold: time.Minute})
 			c.Start(g)
@@ -260,16 +239,7 @@ func TestCommitter_asyncAppendSharesTheStepsWrite(t *testing.T) {
 				submit(ledger.Request{Commit: stepRecord(messages.StepSucceeded, messages.KindStepSucceeded)})
 				want = 3
 			}
-			for range want {
-				select {
-				case err := <-done:
-					if err != nil {
-						t.Fatal(err)
-					}
-				case <-ctx.Done():
-					t.Fatal("request not answered (a waited-on append was held?)")
-				}
-			}
+			awaitAnswers(ctx, t, done, want)
 			if err := g.Stop(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -288,5 +258,34 @@ func TestCommitter_asyncAppendSharesTheStepsWrite(t *testing.T) {
 				t.Fatalf("ledger kinds = %v, want %v", kinds, tc.kinds)
 			}
 		})
+	}
+}
+
+// holdSignal sets the committer's hold hook until t ends (call it before the committer starts)
+// and returns the channel it signals each time a loop begins to hold a batch.
+func holdSignal(t *testing.T) <-chan struct{} {
+	holding := make(chan struct{}, 1)
+	t.Cleanup(ledger.SetHoldHook(func() {
+		select {
+		case holding <- struct{}{}:
+		default:
+		}
+	}))
+	return holding
+}
+
+// awaitAnswers waits for n answers on done and fails t on an error, or when ctx ends first (a
+// request left unanswered, or held when it should not be).
+func awaitAnswers(ctx context.Context, t *testing.T, done <-chan error, n int) {
+	t.Helper()
+	for i := range n {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-ctx.Done():
+			t.Fatalf("%d of %d requests not answered", n-i, n)
+		}
 	}
 }

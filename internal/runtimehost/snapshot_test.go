@@ -45,14 +45,19 @@ func TestTransport_snapshotArrivesUnchanged(t *testing.T) {
 			calls := rg.capture.calls()
 			require.Len(t, calls, 1)
 			require.True(t, proto.Equal(snap, calls[0].Snapshot), "snapshot at the handler %v, submitted %v", calls[0].Snapshot, snap)
-			_, entries, err := rg.node.Ledger(ctx, run.SharedRunId, 0)
-			require.NoError(t, err)
+			// The dispatch entry records the provider's answer, which can come after a run this
+			// short has ended on the host (the host's entries and the control plane's are
+			// written by different nodes): wait for it.
 			var provider string
-			for _, e := range entries {
-				if e.Kind == messages.KindDispatch {
-					provider = string(e.Data)
+			require.NoError(t, testkit.WaitFor(ctx, 5*time.Millisecond, func() (bool, error) {
+				_, entries, err := rg.node.Ledger(ctx, run.SharedRunId, 0)
+				for _, e := range entries {
+					if e.Kind == messages.KindDispatch {
+						provider = string(e.Data)
+					}
 				}
-			}
+				return provider != "", err
+			}), "no dispatch entry in the run's ledger")
 			require.Contains(t, provider, `"provider":"`+transport+`"`, "dispatched through the %s provider", transport)
 		})
 	}

@@ -171,18 +171,7 @@ func TestStore_Open_buildsTheLiveRunsIndex(t *testing.T) {
 	if _, err := st.UpdateRun(ctx, "r0", func(r *messages.SharedRun) error { r.Attempts++; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	db := closeToRaw(t, st, path)
-	if err := db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("runs_live")) }); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	st, err = boltstore.Open(boltstore.Options{Path: path, NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = st.Close() }()
+	st = editRaw(t, st, path, func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("runs_live")) })
 	got, err := st.ListRuns(ctx, store.RunFilter{Status: messages.RunQueued})
 	if err != nil {
 		t.Fatal(err)
@@ -205,6 +194,25 @@ func closeToRaw(t *testing.T, st *boltstore.Store, path string) *bolt.DB {
 	}
 	t.Cleanup(func() { _ = db.Close() })
 	return db
+}
+
+// editRaw closes st, changes its file at path with fn as a bare bbolt database would (a file
+// another version wrote), and opens it again; the store returned is closed when t ends.
+func editRaw(t *testing.T, st *boltstore.Store, path string, fn func(tx *bolt.Tx) error) *boltstore.Store {
+	t.Helper()
+	db := closeToRaw(t, st, path)
+	if err := db.Update(fn); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := boltstore.Open(boltstore.Options{Path: path, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
 }
 
 // BenchmarkExecutionLifecycle measures a run's start and end writes (fsync on), in separate
@@ -291,18 +299,9 @@ func TestStore_runVersion_ofAnOlderFile(t *testing.T) {
 	if _, _, err := st.CreateRun(ctx, &messages.SharedRun{SharedRunId: "r1", TenantId: "t1", Status: messages.RunQueued}); err != nil {
 		t.Fatal(err)
 	}
-	db := closeToRaw(t, st, path)
-	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("runs_ver")).Put([]byte("r1"), []byte{0, 0, 0, 0, 0, 0, 0, 5}) }); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	st, err = boltstore.Open(boltstore.Options{Path: path, NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = st.Close() }()
+	st = editRaw(t, st, path, func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("runs_ver")).Put([]byte("r1"), []byte{0, 0, 0, 0, 0, 0, 0, 5})
+	})
 	if _, ver, err := st.GetRunVersion(ctx, "r1"); err != nil || ver != 5 {
 		t.Fatalf("version = %d, %v; want the older file's 5", ver, err)
 	}
