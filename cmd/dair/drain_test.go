@@ -205,8 +205,19 @@ func TestCluster_twoControlPlanesDrainSharedQueue(t *testing.T) {
 		run := final[id]
 		require.Equal(t, messages.RunSucceeded, run.Status, "run %s: %s", id, run.FailureReason)
 		require.NotEqual(t, run.PumpRuntimeInstanceId, run.AssignedRuntimeInstanceId, "run %s", id)
-		entries, err := st.ReadLedger(ctx, id, 0, 0)
-		require.NoError(t, err)
+		// The dispatch entry records the provider's answer: on a pump of another node it can
+		// land just after the run ended. Wait for it, then count.
+		var entries []*messages.LedgerEntry
+		require.NoError(t, testkit.WaitFor(ctx, 5*time.Millisecond, func() (bool, error) {
+			var err error
+			entries, err = st.ReadLedger(ctx, id, 0, 0)
+			for _, e := range entries {
+				if e.Kind == messages.KindDispatch {
+					return true, err
+				}
+			}
+			return false, err
+		}), "run %s has no dispatch entry", id)
 		dispatches, starts := 0, 0
 		for _, e := range entries {
 			switch e.Kind {
