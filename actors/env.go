@@ -31,14 +31,18 @@ type env struct {
 	history     *ledger.Writer
 	// life is the store's one-call start and end of an execution, or nil when the store has
 	// none (the execution then writes them in several calls).
-	life      store.ExecutionLifecycle
-	handlers  *step.Registry
-	pipelines *pipelineCache
-	dir       *directory
-	metrics   nodeMetrics
-	pub       *publisher
-	cfg       Config
-	now       func() time.Time
+	life store.ExecutionLifecycle
+	// foldsFinish reports that the store writes a run's finish with its last step's commit
+	// (store.CommitFinisher over the store the committer writes to): executions then hand the
+	// two to the committer as one write.
+	foldsFinish bool
+	handlers    *step.Registry
+	pipelines   *pipelineCache
+	dir         *directory
+	metrics     nodeMetrics
+	pub         *publisher
+	cfg         Config
+	now         func() time.Time
 	// group owns the node's background goroutines and timers (and the committer and publisher
 	// loops); Node.Stop cancels it and waits for them.
 	group *workgroup.Group

@@ -38,7 +38,7 @@ func (x *execution) Receive(c actor.Context) {
 	case *actor.Started:
 		x.inc = x.seed.incarnation
 		x.m = engine.New(engine.Config{Workers: x.seed.workers, DefaultTimeout: x.seed.env.cfg.DefaultStepTimeout,
-			TenantID: x.seed.req.GetSnapshot().GetTenantId()})
+			TenantID: x.seed.req.GetSnapshot().GetTenantId(), FoldFinalize: x.seed.env.foldsFinish})
 		x.load(c)
 	case *actor.Restarting:
 		x.seed.incarnation++

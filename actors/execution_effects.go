@@ -29,12 +29,22 @@ func (x *execution) submit(c actor.Context, f engine.Commit) {
 	if u := x.meter; u != nil && f.Record.GetStatus() == messages.StepSucceeded && u.StepId == f.Record.GetStepId() {
 		meter, x.meter = u, nil
 	}
+	sc := store.StepCommit{ExecutionID: s.executionID, Epoch: s.epoch, Step: f.Record, Ledger: []*messages.LedgerEntry{le}, Usage: meter}
+	var fin *engine.Finalize
+	if f.Finalize != nil {
+		fin = f.Finalize
+		finish := finishOf(s, *fin)
+		sc.Finish, sc.Finished = &finish, &store.FinishOutcome{}
+	}
 	ok := s.env.commits.submit(commitReq{
-		c: store.StepCommit{ExecutionID: s.executionID, Epoch: s.epoch, Step: f.Record, Ledger: []*messages.LedgerEntry{le},
-			Usage: meter},
+		c:   sc,
 		run: s.req.SharedRunId,
 		done: func(err error) {
-			s.env.system.Root.Send(self, &commitDone{inc: inc, id: id, result: commitResult(err), err: err})
+			res := commitResult(err)
+			s.env.system.Root.Send(self, &commitDone{inc: inc, id: id, result: res, err: err})
+			if fin != nil && res != engine.CommitFenced {
+				s.env.system.Root.Send(self, finishedWithCommit(s, inc, *fin, *sc.Finished))
+			}
 		},
 	})
 	if !ok {
@@ -149,23 +159,16 @@ func (x *execution) onFinalized(c actor.Context, m *finalizeDone) {
 func finalizeRun(ctx context.Context, s *execSeed, f engine.Finalize) (released bool, err error) {
 	e := s.env
 	status, reason, output := f.Status.String(), f.Reason, f.Output
-	entry := &messages.LedgerEntry{Kind: terminalKind(f.Status), SharedRunId: s.req.SharedRunId, ExecutionId: s.executionID,
-		RuntimeInstanceId: s.instanceID, Epoch: s.epoch, Reason: reason, TenantId: s.req.GetSnapshot().GetTenantId()}
-	meter := &messages.UsageEvent{Kind: "run", TenantId: s.req.GetSnapshot().GetTenantId(), SharedRunId: s.req.SharedRunId,
-		ExecutionId: s.executionID}
+	finish := finishOf(s, f)
 	if e.life != nil {
-		res, err := e.life.FinishExecution(ctx, store.ExecutionFinish{ExecutionID: s.executionID, Epoch: s.epoch,
-			RunID: s.req.SharedRunId, Status: status, Output: output, FailureReason: reason, Entry: entry, Usage: meter,
-			InstanceID: s.instanceID})
+		res, err := e.life.FinishExecution(ctx, finish)
 		if err != nil {
 			return false, fmt.Errorf("finalize execution %s: %w", s.executionID, err)
 		}
-		if res.Changed {
-			e.hub.Appended(s.req.SharedRunId, []*messages.LedgerEntry{res.Entry})
-			e.metrics.runFinished(status)
-		}
+		finished(s, status, res)
 		return true, nil
 	}
+	entry, meter := finish.Entry, finish.Usage
 	if _, err := e.st.UpdateExecution(ctx, s.executionID, s.epoch, func(ex *messages.Execution) error {
 		ex.Status, ex.Output, ex.FailureReason = status, output, reason
 		return nil
@@ -186,6 +189,40 @@ func finalizeRun(ctx context.Context, s *execSeed, f engine.Finalize) (released 
 		e.metrics.runFinished(status)
 	}
 	return false, nil
+}
+
+// finishOf is the store's end of the execution for f: the run's terminal entry and its usage
+// event, and the release of the instance's hold of the run.
+func finishOf(s *execSeed, f engine.Finalize) store.ExecutionFinish {
+	tenant := s.req.GetSnapshot().GetTenantId()
+	entry := &messages.LedgerEntry{Kind: terminalKind(f.Status), SharedRunId: s.req.SharedRunId, ExecutionId: s.executionID,
+		RuntimeInstanceId: s.instanceID, Epoch: s.epoch, Reason: f.Reason, TenantId: tenant}
+	meter := &messages.UsageEvent{Kind: "run", TenantId: tenant, SharedRunId: s.req.SharedRunId, ExecutionId: s.executionID}
+	return store.ExecutionFinish{ExecutionID: s.executionID, Epoch: s.epoch, RunID: s.req.SharedRunId, Status: f.Status.String(),
+		Output: f.Output, FailureReason: f.Reason, Entry: entry, Usage: meter, InstanceID: s.instanceID}
+}
+
+// finished tells the node of a finish the store wrote: the run's terminal entry to its
+// watchers, the run's end to the metrics.
+func finished(s *execSeed, status string, res store.FinishResult) {
+	if res.Changed {
+		s.env.hub.Appended(s.req.SharedRunId, []*messages.LedgerEntry{res.Entry})
+		s.env.metrics.runFinished(status)
+	}
+}
+
+// finishedWithCommit is the finalizeDone of a finish written with the last step's commit
+// (engine.Commit.Finalize): the outcome the store recorded in the commit's write. A refused
+// finish (the run is gone) is finalized again on its own, as a failed finalize is.
+func finishedWithCommit(s *execSeed, inc int, f engine.Finalize, out store.FinishOutcome) *finalizeDone {
+	switch {
+	case errors.Is(out.Err, store.ErrStaleEpoch):
+		return &finalizeDone{inc: inc, result: engine.FinalizeFenced, err: out.Err}
+	case out.Err != nil:
+		return &finalizeDone{inc: inc, result: engine.FinalizeFailed, err: fmt.Errorf("finalize execution %s: %w", s.executionID, out.Err)}
+	}
+	finished(s, f.Status.String(), out.Result)
+	return &finalizeDone{inc: inc, result: engine.FinalizeOK, released: true}
 }
 
 // stepUsage is the usage event of a succeeded attempt (handler uses). Its At is the store's

@@ -113,6 +113,9 @@ func newEnv(cfg Config, sys *actor.ActorSystem) *env {
 		group: workgroup.New(),
 	}
 	e.life, _ = cfg.Store.(store.ExecutionLifecycle)
+	if f, ok := cfg.Store.(store.CommitFinisher); ok && e.life != nil {
+		e.foldsFinish = f.FinishesCommits()
+	}
 	e.awaits = newRunWatch(cfg.Store, e.group, e.log)
 	e.pipelines = newPipelineCache(cfg.Store, cfg.Handlers)
 	c := ledger.NewCommitter(cfg.Store, ledger.CommitterConfig{Shards: cfg.CommitShards, Batch: cfg.CommitBatch, Log: e.log, Notifier: e.hub})

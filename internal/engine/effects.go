@@ -33,6 +33,11 @@ type Commit struct {
 	ID     uint64
 	Record *messages.StepState
 	Ledger *messages.LedgerEntry
+	// Finalize, set only under Config.FoldFinalize on the success of a run's last step, is
+	// the run's Finalize, to be written in the same store write after the record (when the
+	// record is written or the step had already succeeded). The shell answers CommitDone and
+	// then, unless the commit was fenced, FinalizeDone.
+	Finalize *Finalize
 }
 
 // ScheduleRetry asks for RetryDue{Step, Attempt} at At (the failed attempt's end plus its

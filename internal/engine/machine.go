@@ -33,6 +33,11 @@ type Config struct {
 	DefaultTimeout time.Duration
 	// TenantID is what `with` templates see as .tenant_id.
 	TenantID string
+	// FoldFinalize: the shell writes a Commit's Finalize in the commit's own write. The
+	// machine then sends the success of a run's last step with the run's Finalize attached
+	// (when not paused) and is finalizing from there; the shell answers CommitDone, then,
+	// unless the commit was fenced, FinalizeDone.
+	FoldFinalize bool
 }
 
 // phase is where a Machine is in its life.
@@ -203,10 +208,15 @@ func (m *Machine) emit(e Effect) { m.out = append(m.out, e) }
 
 // commit emits a Commit of rec with le and remembers what it means once answered.
 func (m *Machine) commit(i int32, rec *messages.StepState, le *messages.LedgerEntry) {
+	m.commitWith(i, rec, le, nil)
+}
+
+// commitWith emits the Commit of rec and le for the step at i, with fin attached (nil: none).
+func (m *Machine) commitWith(i int32, rec *messages.StepState, le *messages.LedgerEntry, fin *Finalize) {
 	m.nextID++
 	status, _ := ParseStepStatus(rec.Status)
 	m.commits = append(m.commits, pendingCommit{id: m.nextID, step: i, status: status, output: rec.Output})
-	m.emit(Commit{ID: m.nextID, Record: rec, Ledger: le})
+	m.emit(Commit{ID: m.nextID, Record: rec, Ledger: le, Finalize: fin})
 }
 
 // answered removes the unanswered commit id and returns it; ok is false when there is none.

@@ -21,7 +21,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the te
 
 // TestScenarios runs every script of testdata/: events in, effects out. A script is a list of
 // blocks: a command line, input lines, "----", then the expected output up to a blank line.
-// Commands: pipeline (YAML input), new [workers=N] [timeout=D] [tenant=T],
+// Commands: pipeline (YAML input), new [workers=N] [timeout=D] [tenant=T] [fold=true],
 // loaded [status=S] [input=JSON] (input lines: "<id> <status> [attempts=N] [output=JSON]"),
 // succeed ID ATTEMPT [output=JSON] [ms=N], fail ID ATTEMPT [permanent] [err=TEXT],
 // timeout ID ATTEMPT, ack ID..|* [already|fenced], retry ID ATTEMPT, cancel [reason=TEXT],
@@ -200,7 +200,7 @@ func (r *runner) pipeline(src []string) []string {
 }
 
 func (r *runner) newMachine(args map[string]string) []string {
-	cfg := engine.Config{TenantID: args["tenant"]}
+	cfg := engine.Config{TenantID: args["tenant"], FoldFinalize: args["fold"] == "true"}
 	if v, ok := args["workers"]; ok {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -402,6 +402,9 @@ func formatEffect(e engine.Effect) string {
 		}
 		if f.Ledger.Kind == messages.KindStepFailed {
 			s += " data=" + string(f.Ledger.Data)
+		}
+		if f.Finalize != nil {
+			s += " + " + formatEffect(*f.Finalize)
 		}
 		return s
 	case engine.ScheduleRetry:

@@ -89,9 +89,20 @@ func (m *Machine) onSucceeded(e AttemptSucceeded) error {
 	}
 	s := &m.steps[i]
 	usage := jsonBytes(usageData{CompletionTokens: e.CompletionTokens, DurationMS: e.Duration.Milliseconds(), PromptTokens: e.PromptTokens})
-	m.commit(i, &messages.StepState{StepId: e.Step, Status: messages.StepSucceeded, Attempts: s.attempts,
-		StartedAt: s.started, FinishedAt: m.now.UnixNano(), Output: e.Output},
-		&messages.LedgerEntry{Kind: messages.KindStepSucceeded, StepId: e.Step, Attempt: s.attempts, Data: usage})
+	rec := &messages.StepState{StepId: e.Step, Status: messages.StepSucceeded, Attempts: s.attempts,
+		StartedAt: s.started, FinishedAt: m.now.UnixNano(), Output: e.Output}
+	le := &messages.LedgerEntry{Kind: messages.KindStepSucceeded, StepId: e.Step, Attempt: s.attempts, Data: usage}
+	if m.cfg.FoldFinalize && !m.paused && m.done == len(m.steps)-1 {
+		// Every other step is done: this success ends the run, and its Finalize rides in the
+		// same write. From here the run is finalizing, as after the commit's answer.
+		m.setOutput(e.Step, e.Output)
+		m.phase, m.final, m.reason = phaseFinalizing, RunSucceeded, ""
+		m.finalization = &Finalize{Status: RunSucceeded, Output: m.output()}
+		fin := *m.finalization
+		m.commitWith(i, rec, le, &fin)
+		return nil
+	}
+	m.commit(i, rec, le)
 	m.schedule()
 	return nil
 }

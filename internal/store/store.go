@@ -204,6 +204,28 @@ type StepCommit struct {
 	// most once per (ExecutionID, Step.StepId, Step.Attempts) whatever the number of calls
 	// carrying it. Its At is set by the store when zero. Optional.
 	Usage *messages.UsageEvent
+	// Finish, with a backend that is a CommitFinisher, ends the execution in the same atomic
+	// write, after the commit, as ExecutionLifecycle.FinishExecution would (its ExecutionID
+	// and Epoch are the commit's): only when the commit is written or the step had already
+	// succeeded. Its outcome goes to *Finished, which must then be set. Optional; a backend
+	// that is not a CommitFinisher refuses a commit with Finish.
+	Finish   *ExecutionFinish
+	Finished *FinishOutcome
+}
+
+// FinishOutcome is what the Finish of a StepCommit did: Result as FinishExecution answers, or
+// Err, its contract error (nothing of the finish written; ErrNotFound for a missing run),
+// or, when the commit itself was refused, that refusal (the finish was not tried).
+type FinishOutcome struct {
+	Result FinishResult
+	Err    error
+}
+
+// CommitFinisher is an optional capability of a backend, checked by type assertion: its
+// CommitSteps writes a commit's Finish in the commit's write (one transaction where two would
+// follow each other). FinishesCommits reports true.
+type CommitFinisher interface {
+	FinishesCommits() bool
 }
 
 // AppendCommitter is an optional capability of a backend, checked by type assertion: a ledger

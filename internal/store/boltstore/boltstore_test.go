@@ -319,3 +319,90 @@ func TestStore_runVersion_ofAnOlderFile(t *testing.T) {
 		t.Fatal("a run id with NUL was stored")
 	}
 }
+
+// TestStore_CommitSteps_finish: a commit's Finish is written in the commit's transaction when
+// the commit is; a refused commit leaves the finish untried, and a refused finish (the run is
+// gone) leaves the commit written.
+func TestStore_CommitSteps_finish(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		epoch     int64 // the commit's
+		noRun     bool
+		commitErr error
+		finishErr error
+	}{
+		{name: "written together", epoch: 1},
+		{name: "stale commit: no finish", epoch: 0, commitErr: store.ErrStaleEpoch, finishErr: store.ErrStaleEpoch},
+		{name: "missing run: the commit stays", epoch: 1, noRun: true, finishErr: store.ErrNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := open(t, filepath.Join(t.TempDir(), "dair.db"), time.Now, true)
+			ctx := context.Background()
+			if !tc.noRun {
+				if _, _, err := st.CreateRun(ctx, &messages.SharedRun{SharedRunId: "r1", TenantId: "t1", Status: messages.RunRunning,
+					ExecutionId: "x1"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := st.CreateExecution(ctx, &messages.Execution{ExecutionId: "x1", SharedRunId: "r1", Epoch: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := st.Reserve(ctx, "i1", "r1", 1, time.Minute); err != nil || !ok {
+				t.Fatalf("reserve: %v %v", ok, err)
+			}
+			out := &store.FinishOutcome{}
+			commits := []store.StepCommit{{ExecutionID: "x1", Epoch: tc.epoch,
+				Step:   &messages.StepState{StepId: "a", Status: messages.StepSucceeded, Attempts: 1, Output: []byte(`{"v":1}`)},
+				Ledger: []*messages.LedgerEntry{{Kind: messages.KindStepSucceeded}},
+				Finish: &store.ExecutionFinish{RunID: "r1", Status: messages.RunSucceeded, Output: []byte(`{"a":{"v":1}}`),
+					Entry: &messages.LedgerEntry{Kind: messages.KindRunSucceeded}, InstanceID: "i1"},
+				Finished: out}}
+			errs, err := st.CommitSteps(ctx, commits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !errors.Is(errs[0], tc.commitErr) || (tc.commitErr == nil && errs[0] != nil) {
+				t.Fatalf("commit = %v, want %v", errs[0], tc.commitErr)
+			}
+			if !errors.Is(out.Err, tc.finishErr) || (tc.finishErr == nil && out.Err != nil) {
+				t.Fatalf("finish = %v, want %v", out.Err, tc.finishErr)
+			}
+			x, steps, err := st.GetExecution(ctx, "x1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(steps) == 1; got != (tc.commitErr == nil) {
+				t.Fatalf("steps = %v", steps)
+			}
+			done := tc.commitErr == nil && tc.finishErr == nil
+			if (x.Status == messages.RunSucceeded) != done || out.Result.Changed != done {
+				t.Fatalf("execution %s, changed %v; want finished %v", x.Status, out.Result.Changed, done)
+			}
+			if tc.noRun {
+				return
+			}
+			r, err := st.GetRun(ctx, "r1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries, err := st.ReadLedger(ctx, "r1", 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			freed, err := st.Reserve(ctx, "i1", "r2", 1, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if done {
+				if r.Status != messages.RunSucceeded || string(r.Output) != `{"a":{"v":1}}` || len(entries) != 2 ||
+					entries[1].Kind != messages.KindRunSucceeded || !freed {
+					t.Fatalf("run %s %s, ledger %v, slot freed %v", r.Status, r.Output, entries, freed)
+				}
+				return
+			}
+			if r.Status != messages.RunRunning || len(entries) != 0 || freed {
+				t.Fatalf("the stale commit finished something: run %s, ledger %v, slot freed %v", r.Status, entries, freed)
+			}
+		})
+	}
+}

@@ -74,40 +74,58 @@ func (s *Store) FinishExecution(ctx context.Context, f store.ExecutionFinish) (s
 	}
 	var res store.FinishResult
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		res = store.FinishResult{}
-		old, err := loadExecution(tx, "finish execution", f.ExecutionID)
-		if err != nil {
-			return err
-		}
-		if old.GetEpoch() != f.Epoch {
-			return fmt.Errorf("epoch %d (current %d): %w", f.Epoch, old.GetEpoch(), store.ErrStaleEpoch)
-		}
-		r := &messages.SharedRun{}
-		if err := getFound(tx, bRuns, []byte(f.RunID), r); err != nil {
-			return err
-		}
-		now := s.nowNanos()
-		x := proto.Clone(old).(*messages.Execution)
-		x.Status, x.Output, x.FailureReason, x.UpdatedAt = f.Status, f.Output, f.FailureReason, now
-		if err := putExecution(tx, old, x); err != nil {
-			return err
-		}
-		if !messages.IsTerminalRun(r.Status) && (r.ExecutionId == "" || r.ExecutionId == f.ExecutionID) {
-			r.Status, r.Output, r.FailureReason = f.Status, f.Output, f.FailureReason
-			if res.Entry, err = writeRun(tx, now, r, f.Entry, f.Usage); err != nil {
-				return err
-			}
-			res.Changed = true
-		}
-		if f.InstanceID == "" {
-			return nil
-		}
-		return releaseHold(tx, f.InstanceID, f.RunID)
+		var refused, err error
+		res, refused, err = finishTx(tx, s.nowNanos(), f)
+		return cmp.Or(refused, err)
 	})
 	if err != nil {
 		return store.FinishResult{}, wrap("finish execution", f.ExecutionID, err)
 	}
 	return res, nil
+}
+
+// FinishesCommits reports that CommitSteps writes a commit's Finish in the commit's
+// transaction. See store.CommitFinisher.
+func (s *Store) FinishesCommits() bool { return true }
+
+var _ store.CommitFinisher = (*Store)(nil)
+
+// finishTx is FinishExecution inside tx. A contract refusal (stale epoch, missing execution or
+// run) comes back as refused with nothing written; err is a storage failure.
+func finishTx(tx *bolt.Tx, now int64, f store.ExecutionFinish) (res store.FinishResult, refused, err error) {
+	old, err := loadExecution(tx, "finish execution", f.ExecutionID)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return res, err, nil
+		}
+		return res, nil, err
+	}
+	if old.GetEpoch() != f.Epoch {
+		return res, fmt.Errorf("epoch %d (current %d): %w", f.Epoch, old.GetEpoch(), store.ErrStaleEpoch), nil
+	}
+	r := &messages.SharedRun{}
+	if err := getFound(tx, bRuns, []byte(f.RunID), r); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return res, err, nil
+		}
+		return res, nil, err
+	}
+	x := proto.Clone(old).(*messages.Execution)
+	x.Status, x.Output, x.FailureReason, x.UpdatedAt = f.Status, f.Output, f.FailureReason, now
+	if err := putExecution(tx, old, x); err != nil {
+		return res, nil, err
+	}
+	if !messages.IsTerminalRun(r.Status) && (r.ExecutionId == "" || r.ExecutionId == f.ExecutionID) {
+		r.Status, r.Output, r.FailureReason = f.Status, f.Output, f.FailureReason
+		if res.Entry, err = writeRun(tx, now, r, f.Entry, f.Usage); err != nil {
+			return store.FinishResult{}, nil, err
+		}
+		res.Changed = true
+	}
+	if f.InstanceID == "" {
+		return res, nil, nil
+	}
+	return res, nil, releaseHold(tx, f.InstanceID, f.RunID)
 }
 
 // writeRun stores r (changed by the caller from its stored record, with the same creation

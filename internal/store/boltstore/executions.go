@@ -175,9 +175,16 @@ var _ store.AppendCommitter = (*Store)(nil)
 // AppendAndCommitSteps appends entries and then commits commits, in one transaction: the
 // ledger append and the commit batch that follows it in a committer's round cost one fsync.
 func (s *Store) AppendAndCommitSteps(ctx context.Context, entries []*messages.LedgerEntry, commits []store.StepCommit) ([]*messages.LedgerEntry, []error, error) {
+	var finished []store.FinishOutcome
 	for i, c := range commits {
 		if c.Step.GetStepId() == "" {
 			return nil, nil, fmt.Errorf("boltstore: commit steps: commit %d has no step id", i)
+		}
+		if f := c.Finish; f != nil {
+			if c.Finished == nil || f.RunID == "" || f.Entry == nil || !messages.IsTerminalRun(f.Status) {
+				return nil, nil, fmt.Errorf("boltstore: commit steps: commit %d: a finish needs Finished, a run id, an entry and a final status (%q)", i, f.Status)
+			}
+			finished = make([]store.FinishOutcome, len(commits))
 		}
 	}
 	stored := make([]*messages.LedgerEntry, len(entries))
@@ -194,6 +201,11 @@ func (s *Store) AppendAndCommitSteps(ctx context.Context, entries []*messages.Le
 				return err
 			}
 			errs[i], appended[i] = res, entries
+			if c.Finish != nil {
+				if finished[i], err = finishCommitted(tx, now, c, res); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})
@@ -206,8 +218,23 @@ func (s *Store) AppendAndCommitSteps(ctx context.Context, entries []*messages.Le
 	}
 	for i := range commits {
 		commits[i].Appended = appended[i]
+		if commits[i].Finish != nil {
+			*commits[i].Finished = finished[i]
+		}
 	}
 	return stored, errs, nil
+}
+
+// finishCommitted writes c's Finish after its commit answered res: only when the commit was
+// written or its step had already succeeded (otherwise the outcome is the commit's refusal).
+func finishCommitted(tx *bolt.Tx, now int64, c store.StepCommit, res error) (store.FinishOutcome, error) {
+	if res != nil && !errors.Is(res, store.ErrAlreadyCommitted) {
+		return store.FinishOutcome{Err: res}, nil
+	}
+	f := *c.Finish
+	f.ExecutionID, f.Epoch = c.ExecutionID, c.Epoch
+	result, refused, err := finishTx(tx, now, f)
+	return store.FinishOutcome{Result: result, Err: refused}, err
 }
 
 // commitStep applies one commit. It returns the commit's contract error as res (nothing

@@ -242,6 +242,11 @@ func (s *Store) CommitSteps(ctx context.Context, commits []store.StepCommit) ([]
 	stored := make([][]*messages.LedgerEntry, len(commits))
 	todo := make([]int, 0, len(commits))
 	for i, c := range commits {
+		if c.Finish != nil {
+			errs[i] = fmt.Errorf("redisstore: commit %s/%s carries a finish, which this backend does not write with a commit",
+				c.ExecutionID, c.Step.GetStepId())
+			continue
+		}
 		k, a, st, err := s.commitArgs(c)
 		if err != nil {
 			errs[i] = err
