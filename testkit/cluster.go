@@ -166,13 +166,16 @@ func (c *ProcessCluster) Reachable() []*ProcessNode {
 }
 
 // WaitTopology polls every reachable node's GET /v1/cluster/members until each lists exactly
-// n members, and fails the test when that has not happened within a minute.
+// n members, among them every reachable node's current member id (a node restarted a moment
+// ago is a new member, while its old one may still be listed), and fails the test when that
+// has not happened within a minute.
 func (c *ProcessCluster) WaitTopology(n int) {
 	c.t.Helper()
 	var last string
 	err := WaitFor(context.Background(), 50*time.Millisecond, testsupport.WithDeadline(clusterTopologyTimeout, func() (bool, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
+		views := map[string]*httpapi.MemberList{}
 		for _, node := range c.Reachable() {
 			ml, err := node.Members(ctx)
 			if err != nil {
@@ -182,6 +185,17 @@ func (c *ProcessCluster) WaitTopology(n int) {
 			if len(ml.Members) != n {
 				last = fmt.Sprintf("%s sees %d members: %s", node.id, len(ml.Members), memberNames(ml))
 				return false, nil
+			}
+			views[node.id] = ml
+		}
+		// Each node must see every reachable node as it is now: a node killed and restarted
+		// a moment ago is a new member, and its old one may still be counted.
+		for id, ml := range views {
+			for other, oml := range views {
+				if !hasMember(ml, oml.Self) {
+					last = fmt.Sprintf("%s does not see %s as member %s yet: %s", id, other, oml.Self, memberNames(ml))
+					return false, nil
+				}
 			}
 		}
 		return true, nil
@@ -267,6 +281,16 @@ func (c *ProcessCluster) cleanup() {
 }
 
 // memberNames lists a member view as "node/member" pairs.
+// hasMember reports whether ml lists member id.
+func hasMember(ml *httpapi.MemberList, id string) bool {
+	for _, m := range ml.Members {
+		if m.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
 func memberNames(ml *httpapi.MemberList) string {
 	names := make([]string, 0, len(ml.Members))
 	for _, m := range ml.Members {
