@@ -123,21 +123,8 @@ func TestCommitter_startWaitsForItsEnd(t *testing.T) {
 	}{{"fast step", time.Minute, true}, {"slow step", time.Millisecond, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &countingStore{Store: openStore(t)}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			if err := st.CreateExecution(ctx, &messages.Execution{ExecutionId: "x1", SharedRunId: "r1", Epoch: 1}); err != nil {
-				t.Fatal(err)
-			}
-			holding := holdSignal(t)
-			g := workgroup.New()
-			c := ledger.NewCommitter(st, ledger.CommitterConfig{Shards: 1, StartHold: tc.hold})
-			c.Start(g)
-			done := make(chan error, 2)
-			submit := func(sc store.StepCommit) {
-				if !c.Submit(ledger.Request{Run: "r1", Commit: sc, Done: func(err error) { done <- err }}) {
-					t.Fatal("submit refused")
-				}
-			}
+			ctx, holding, g, done, submitReq := holdRig(t, st, tc.hold)
+			submit := func(sc store.StepCommit) { submitReq(ledger.Request{Commit: sc}) }
 			submit(stepRecord(messages.StepRunning, messages.KindStepStarted))
 			want := 1
 			if tc.ended {
@@ -211,22 +198,7 @@ func TestCommitter_asyncAppendSharesTheStepsWrite(t *testing.T) {
 			}
 			defer bs.Close()
 			st := &boltCounting{Store: bs}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			if err := st.CreateExecution(ctx, &messages.Execution{ExecutionId: "x1", SharedRunId: "r1", Epoch: 1}); err != nil {
-				t.Fatal(err)
-			}
-			holding := holdSignal(t)
-			g := workgroup.New()
-			c := ledger.NewCommitter(st, ledger.CommitterConfig{Shards: 1, StartHold: time.Minute})
-			c.Start(g)
-			done := make(chan error, 3)
-			submit := func(r ledger.Request) {
-				r.Run, r.Done = "r1", func(err error) { done <- err }
-				if !c.Submit(r) {
-					t.Fatal("submit refused")
-				}
-			}
+			ctx, holding, g, done, submit := holdRig(t, st, time.Minute)
 			submit(ledger.Request{Ledger: []*messages.LedgerEntry{{SharedRunId: "r1", Kind: messages.KindDispatch}}, Async: tc.async})
 			want := 1
 			if tc.async {
@@ -288,4 +260,35 @@ func awaitAnswers(ctx context.Context, t *testing.T, done <-chan error, n int) {
 			t.Fatalf("%d of %d requests not answered", n-i, n)
 		}
 	}
+}
+
+// rigStore is what holdRig's committer writes to.
+type rigStore interface {
+	ledger.CommitStore
+	CreateExecution(ctx context.Context, e *messages.Execution) error
+}
+
+// holdRig starts a one-shard committer over st (holding execution x1 of run r1) with start
+// hold `hold`, and returns a context bounding the test, the hold signal (holdSignal), the
+// committer's group, the answers channel and submit, which hands in a request of run r1 whose
+// answer goes to done.
+func holdRig(t *testing.T, st rigStore, hold time.Duration) (context.Context, <-chan struct{}, *workgroup.Group, chan error, func(ledger.Request)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	if err := st.CreateExecution(ctx, &messages.Execution{ExecutionId: "x1", SharedRunId: "r1", Epoch: 1}); err != nil {
+		t.Fatal(err)
+	}
+	holding := holdSignal(t)
+	g := workgroup.New()
+	c := ledger.NewCommitter(st, ledger.CommitterConfig{Shards: 1, StartHold: hold})
+	c.Start(g)
+	done := make(chan error, 8)
+	submit := func(r ledger.Request) {
+		r.Run, r.Done = "r1", func(err error) { done <- err }
+		if !c.Submit(r) {
+			t.Fatal("submit refused")
+		}
+	}
+	return ctx, holding, g, done, submit
 }
