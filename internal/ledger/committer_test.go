@@ -80,14 +80,7 @@ func TestWriter_Record_ordersEntriesPerRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Record(ctx, &messages.LedgerEntry{SharedRunId: "r1", Kind: messages.KindDispatch}) // committer stopped: direct
-	entries, err := st.ReadLedger(ctx, "r1", 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kinds []string
-	for _, e := range entries {
-		kinds = append(kinds, e.Kind)
-	}
+	kinds := ledgerKinds(ctx, t, st, "r1")
 	want := fmt.Sprint([]string{messages.KindSubmitted, messages.KindAdmission, messages.KindDispatch})
 	if fmt.Sprint(kinds) != want {
 		t.Fatalf("ledger kinds = %v, want %v", kinds, want)
@@ -218,15 +211,7 @@ func TestCommitter_asyncAppendSharesTheStepsWrite(t *testing.T) {
 			if got := [3]int64{st.appends.Load(), st.commits.Load(), st.combined.Load()}; got != tc.calls {
 				t.Fatalf("store calls (Append, CommitSteps, AppendAndCommitSteps) = %v, want %v", got, tc.calls)
 			}
-			entries, err := st.ReadLedger(ctx, "r1", 0, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var kinds []string
-			for _, e := range entries {
-				kinds = append(kinds, e.Kind)
-			}
-			if fmt.Sprint(kinds) != fmt.Sprint(tc.kinds) {
+			if kinds := ledgerKinds(ctx, t, st, "r1"); fmt.Sprint(kinds) != fmt.Sprint(tc.kinds) {
 				t.Fatalf("ledger kinds = %v, want %v", kinds, tc.kinds)
 			}
 		})
@@ -291,4 +276,20 @@ func holdRig(t *testing.T, st rigStore, hold time.Duration) (context.Context, <-
 		}
 	}
 	return ctx, holding, g, done, submit
+}
+
+// ledgerKinds is the kinds of run's ledger entries, in order.
+func ledgerKinds(ctx context.Context, t *testing.T, st interface {
+	ReadLedger(ctx context.Context, run string, after int64, limit int) ([]*messages.LedgerEntry, error)
+}, run string) []string {
+	t.Helper()
+	entries, err := st.ReadLedger(ctx, run, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := make([]string, 0, len(entries))
+	for _, e := range entries {
+		kinds = append(kinds, e.Kind)
+	}
+	return kinds
 }
