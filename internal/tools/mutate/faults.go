@@ -50,6 +50,22 @@ var faults = []fault{
 		new:  "Steps: nil, Input: m.exec.Input})",
 	},
 	{
+		// A run's finish folded into its last step's commit is written under the execution's
+		// current epoch, whatever the commit's answer: a fenced activation finishes the run.
+		name: "bolt-folded-finish-outside-the-fence",
+		file: "internal/store/boltstore/executions.go",
+		old: `	if res != nil && !errors.Is(res, store.ErrAlreadyCommitted) {
+		return store.FinishOutcome{Err: res}, nil
+	}
+	f := *c.Finish
+	f.ExecutionID, f.Epoch = c.ExecutionID, c.Epoch
+`,
+		new: `	x, _ := loadExecution(tx, "finish", c.ExecutionID)
+	f := *c.Finish
+	f.ExecutionID, f.Epoch = c.ExecutionID, x.GetEpoch()
+`,
+	},
+	{
 		// Usage recorded before the fence instead of by the fenced commit: a commit call
 		// carrying a usage event meters once per attempt whether its epoch holds or not.
 		name: "redis-usage-outside-the-fence",
@@ -71,7 +87,8 @@ type testRun struct {
 // mutant (the later runs are skipped unless -all). Nothing from internal/store is run.
 var suite = []testRun{
 	{pkg: "./actors/", run: "^(TestExecution_staleEpochStopsExecution|TestNode_wronglyRecoveredRunComesBackToItsInstance|" +
-		"TestExecution_rehydrationMissingCommittedStepsCommitsNothingTwice|TestExecution_injectedPanicRestartsAndRehydrates)$"},
+		"TestExecution_rehydrationMissingCommittedStepsCommitsNothingTwice|TestExecution_injectedPanicRestartsAndRehydrates|" +
+		"TestExecution_fencedAtTheLastStepFinishesNothing)$"},
 	{pkg: "./internal/demo/", run: "^TestRun_Run_scenario$"},
 	{pkg: "./cmd/dair/", run: "^(TestCrash_sigkillMidRunResumesExactlyOnce|TestCluster_pausedNodeIsFencedAndRejoins)$"},
 	{pkg: "./cmd/dair/", run: "^TestCluster_usageEqualsLedgerUnderFaults$"},
