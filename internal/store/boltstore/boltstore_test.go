@@ -157,10 +157,7 @@ func BenchmarkCommitSteps_noSync(b *testing.B) {
 func TestStore_Open_buildsTheLiveRunsIndex(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "dair.db")
-	st, err := boltstore.Open(boltstore.Options{Path: path, NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := open(t, path, nil, true)
 	for i, status := range []string{messages.RunQueued, messages.RunSucceeded, messages.RunQueued, messages.RunFailed} {
 		if _, _, err := st.CreateRun(ctx, &messages.SharedRun{SharedRunId: fmt.Sprintf("r%d", i), TenantId: "t1", Status: status,
 			CreatedAt: int64(i + 1)}); err != nil {
@@ -292,10 +289,7 @@ func TestStore_Append_seqPerRunWhenIDsSharePrefixes(t *testing.T) {
 func TestStore_runVersion_ofAnOlderFile(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "dair.db")
-	st, err := boltstore.Open(boltstore.Options{Path: path, NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := open(t, path, nil, true)
 	if _, _, err := st.CreateRun(ctx, &messages.SharedRun{SharedRunId: "r1", TenantId: "t1", Status: messages.RunQueued}); err != nil {
 		t.Fatal(err)
 	}
