@@ -145,11 +145,7 @@ func unpackDeliveries(b []byte, n int) ([]*AgentDelivery, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*AgentDelivery, n)
-	for i := range ds {
-		out[i] = &ds[i]
-	}
-	return out, nil
+	return pointers(ds), nil
 }
 
 // unpackSessioned decodes the n elements of field 2 in b, each a message of a session (field 1,
@@ -272,11 +268,16 @@ func unpackResults(b []byte, n int) ([]*AgentDeliveryResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*AgentDeliveryResult, n)
-	for i := range rs {
-		out[i] = &rs[i]
+	return pointers(rs), nil
+}
+
+// pointers returns a pointer to each element of s, in order.
+func pointers[T any](s []T) []*T {
+	out := make([]*T, len(s))
+	for i := range s {
+		out[i] = &s[i]
 	}
-	return out, nil
+	return out
 }
 
 func unpackOutcome(b []byte, o *DeliveryOutcome) error {
