@@ -25,7 +25,10 @@ func (s *Store) PutInstance(ctx context.Context, d *messages.CapacityDescriptor,
 	if err != nil {
 		return fmt.Errorf("boltstore: put instance %s: %w", id, err)
 	}
-	err = s.update(ctx, func(tx *bolt.Tx) error {
+	// A descriptor is published after every change of load and on every heartbeat, and nothing
+	// waits for it to land: it shares the transaction of the next urgent write (an assignment,
+	// an execution's start) instead of putting one of its own in front of it.
+	err = s.updateDeferred(ctx, func(tx *bolt.Tx) error {
 		now := s.nowNanos()
 		if node := d.GetNodeId(); node != "" {
 			l := tx.Bucket(bLeases).Get([]byte(store.TombstoneLease(node)))

@@ -73,12 +73,20 @@ type Options struct {
 	Now func() time.Time
 	// NoSync skips fsync on commit. Only for tests and benchmarks; default false.
 	NoSync bool
+	// DeferHold is how long a write nothing urgent waits on (an instance's descriptor, see
+	// PutInstance) may wait for another write to share its transaction. Default 2ms;
+	// negative: no wait.
+	DeferHold time.Duration
 }
+
+// defaultDeferHold is Options.DeferHold's default.
+const defaultDeferHold = 2 * time.Millisecond
 
 // Store is the bbolt-backed store.Store. It is safe for concurrent use within one process.
 type Store struct {
-	db  *bolt.DB
-	now func() time.Time
+	db        *bolt.DB
+	now       func() time.Time
+	deferHold time.Duration // Options.DeferHold
 
 	writes    chan writeReq
 	stop      chan struct{}
@@ -94,6 +102,8 @@ var _ store.Store = (*Store)(nil)
 type writeReq struct {
 	fn   func(tx *bolt.Tx) error
 	done chan error
+	// deferrable: the write may wait up to the defer hold for company (see updateDeferred).
+	deferrable bool
 }
 
 // Open opens or creates the database at opts.Path and starts its writer goroutine. It blocks
@@ -104,6 +114,9 @@ func Open(opts Options) (*Store, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.DeferHold == 0 {
+		opts.DeferHold = defaultDeferHold
 	}
 	if err := os.MkdirAll(filepath.Dir(opts.Path), 0o755); err != nil {
 		return nil, fmt.Errorf("boltstore: create dir: %w", err)
@@ -131,7 +144,7 @@ func Open(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("boltstore: init %s: %w", opts.Path, err), db.Close())
 	}
-	s := &Store{db: db, now: opts.Now, writes: make(chan writeReq), stop: make(chan struct{}),
+	s := &Store{db: db, now: opts.Now, deferHold: opts.DeferHold, writes: make(chan writeReq), stop: make(chan struct{}),
 		stopped: make(chan struct{})}
 	go s.writeLoop()
 	return s, nil
@@ -151,7 +164,8 @@ func (s *Store) Close() error {
 }
 
 // writeLoop is the owner goroutine: it takes one write, gathers every write already waiting,
-// and commits them in one transaction.
+// and commits them in one transaction. A group of nothing but deferrable writes first waits
+// for an urgent one to join it (holdDeferred).
 func (s *Store) writeLoop() {
 	defer close(s.stopped)
 	group := make([]writeReq, 0, maxGroup)
@@ -160,20 +174,72 @@ func (s *Store) writeLoop() {
 		case <-s.stop:
 			return
 		case req := <-s.writes:
-			group = append(group[:0], req)
-		gather:
-			for len(group) < maxGroup {
-				select {
-				case r := <-s.writes:
-					group = append(group, r)
-				default:
-					break gather
-				}
+			group = s.gather(append(group[:0], req))
+			if s.deferHold > 0 && deferrable(group) {
+				group = s.holdDeferred(group)
 			}
 			s.commitGroup(group)
 		}
 	}
 }
+
+// gather adds the writes already waiting to group, up to maxGroup, without blocking.
+func (s *Store) gather(group []writeReq) []writeReq {
+	for len(group) < maxGroup {
+		select {
+		case r := <-s.writes:
+			group = append(group, r)
+		default:
+			return group
+		}
+	}
+	return group
+}
+
+// deferrable reports whether every write of group may wait for company.
+func deferrable(group []writeReq) bool {
+	for _, r := range group {
+		if !r.deferrable {
+			return false
+		}
+	}
+	return true
+}
+
+// holdDeferred waits up to the defer hold for a write that is not deferrable and returns group
+// with it (and what waits behind it): the deferred writes then cost a few pages of that
+// transaction instead of a transaction of their own, two fsyncs that an urgent write arriving
+// meanwhile would queue behind. It returns group as it is when the hold ends, the group is
+// full, or the store closes.
+func (s *Store) holdDeferred(group []writeReq) []writeReq {
+	if testHookHold != nil {
+		testHookHold()
+	}
+	t := time.NewTimer(s.deferHold)
+	defer t.Stop()
+	for len(group) < maxGroup {
+		select {
+		case r := <-s.writes:
+			group = append(group, r)
+			if !r.deferrable {
+				return s.gather(group)
+			}
+		case <-t.C:
+			return group
+		case <-s.stop:
+			return group
+		}
+	}
+	return group
+}
+
+// testHookHold, when set (by tests, before Open), is called as the writer begins to hold a
+// group of deferrable writes; testHookCommit, when set, with the number of writes of each
+// group it commits.
+var (
+	testHookHold   func()
+	testHookCommit func(writes int)
+)
 
 // errSibling aborts a group transaction when one of its writes failed.
 var errSibling = errors.New("boltstore: write in group failed")
@@ -181,6 +247,9 @@ var errSibling = errors.New("boltstore: write in group failed")
 // commitGroup runs every write of group in one transaction. When one write fails, the group is
 // rolled back and each write runs again in its own transaction, so a failure stays private.
 func (s *Store) commitGroup(group []writeReq) {
+	if testHookCommit != nil {
+		testHookCommit(len(group))
+	}
 	if len(group) > 1 {
 		err := s.db.Update(func(tx *bolt.Tx) error {
 			for _, r := range group {
@@ -205,10 +274,20 @@ func (s *Store) commitGroup(group []writeReq) {
 // update runs fn in a write transaction (possibly shared with other writers). It blocks until
 // the transaction committed or failed.
 func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	return s.write(ctx, writeReq{fn: fn, done: make(chan error, 1)})
+}
+
+// updateDeferred is update for a write that nothing urgent waits on: it may wait up to the
+// defer hold for another write to share its transaction (and blocks that much longer).
+func (s *Store) updateDeferred(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	return s.write(ctx, writeReq{fn: fn, done: make(chan error, 1), deferrable: true})
+}
+
+// write hands req to the writer goroutine and waits for its outcome.
+func (s *Store) write(ctx context.Context, req writeReq) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	req := writeReq{fn: fn, done: make(chan error, 1)}
 	select {
 	case s.writes <- req:
 	case <-s.stop:
