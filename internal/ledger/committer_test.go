@@ -116,7 +116,7 @@ func TestCommitter_startWaitsForItsEnd(t *testing.T) {
 	}{{"fast step", time.Minute, true}, {"slow step", time.Millisecond, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &countingStore{Store: openStore(t)}
-			ctx, holding, g, done, submitReq := holdRig(t, st, tc.hold)
+			ctx, holding, g, done, submitReq := holdRig(t, st, ledger.CommitterConfig{StartHold: tc.hold})
 			submit := func(sc store.StepCommit) { submitReq(ledger.Request{Commit: sc}) }
 			submit(stepRecord(messages.StepRunning, messages.KindStepStarted))
 			want := 1
@@ -177,12 +177,18 @@ func (s *boltCounting) AppendAndCommitSteps(ctx context.Context, entries []*mess
 func TestCommitter_asyncAppendSharesTheStepsWrite(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
+		cfg   ledger.CommitterConfig
 		async bool
 		kinds []string
 		calls [3]int64 // Append, CommitSteps, AppendAndCommitSteps
 	}{
-		{"async append", true, []string{messages.KindDispatch, messages.KindStepStarted, messages.KindStepSucceeded}, [3]int64{0, 0, 1}},
-		{"waited-on append", false, []string{messages.KindDispatch}, [3]int64{1, 0, 0}},
+		{"async append", ledger.CommitterConfig{StartHold: time.Minute}, true,
+			[]string{messages.KindDispatch, messages.KindStepStarted, messages.KindStepSucceeded}, [3]int64{0, 0, 1}},
+		// An execution's start takes a store write between its dispatch's outcome and its first
+		// step's records: the async append waits past the (short) start hold for them.
+		{"async append held past the start hold", ledger.CommitterConfig{StartHold: time.Nanosecond, AsyncHold: time.Minute}, true,
+			[]string{messages.KindDispatch, messages.KindStepStarted, messages.KindStepSucceeded}, [3]int64{0, 0, 1}},
+		{"waited-on append", ledger.CommitterConfig{StartHold: time.Minute}, false, []string{messages.KindDispatch}, [3]int64{1, 0, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bs, err := boltstore.Open(boltstore.Options{Path: filepath.Join(t.TempDir(), "dair.db"), NoSync: true})
@@ -191,7 +197,7 @@ func TestCommitter_asyncAppendSharesTheStepsWrite(t *testing.T) {
 			}
 			defer bs.Close()
 			st := &boltCounting{Store: bs}
-			ctx, holding, g, done, submit := holdRig(t, st, time.Minute)
+			ctx, holding, g, done, submit := holdRig(t, st, tc.cfg)
 			submit(ledger.Request{Ledger: []*messages.LedgerEntry{{SharedRunId: "r1", Kind: messages.KindDispatch}}, Async: tc.async})
 			want := 1
 			if tc.async {
@@ -253,11 +259,11 @@ type rigStore interface {
 	CreateExecution(ctx context.Context, e *messages.Execution) error
 }
 
-// holdRig starts a one-shard committer over st (holding execution x1 of run r1) with start
-// hold `hold`, and returns a context bounding the test, the hold signal (holdSignal), the
+// holdRig starts a one-shard committer over st (holding execution x1 of run r1) configured by
+// cfg (its Shards set to 1), and returns a context bounding the test, the hold signal (holdSignal), the
 // committer's group, the answers channel and submit, which hands in a request of run r1 whose
 // answer goes to done.
-func holdRig(t *testing.T, st rigStore, hold time.Duration) (context.Context, <-chan struct{}, *workgroup.Group, chan error, func(ledger.Request)) {
+func holdRig(t *testing.T, st rigStore, cfg ledger.CommitterConfig) (context.Context, <-chan struct{}, *workgroup.Group, chan error, func(ledger.Request)) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -266,7 +272,8 @@ func holdRig(t *testing.T, st rigStore, hold time.Duration) (context.Context, <-
 	}
 	holding := holdSignal(t)
 	g := workgroup.New()
-	c := ledger.NewCommitter(st, ledger.CommitterConfig{Shards: 1, StartHold: hold})
+	cfg.Shards = 1
+	c := ledger.NewCommitter(st, cfg)
 	c.Start(g)
 	done := make(chan error, 8)
 	submit := func(r ledger.Request) {
