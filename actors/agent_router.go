@@ -38,6 +38,10 @@ type agentRouter struct {
 	stopping bool
 	// sent counts the requests sent to each worker (AgentWorkerInfo.SendBatches, PublishBatches).
 	sent map[string]*[2]uint64
+	// in are the sends taken from the runtime's intake, in[inNext:] not routed yet (failed if
+	// the router stops or restarts before it routes them).
+	in     []agentRouteSend
+	inNext int
 }
 
 // routerCall is what a session answers: a send's caller, a delivery of a batch (batch, idx)
@@ -82,8 +86,9 @@ func (r *agentRouter) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		r.start(c)
-	case *agentRouteSend:
-		r.routeSend(c, m)
+		r.takeSends(c) // those queued while the router restarted
+	case agentSendsQueued:
+		r.takeSends(c)
 	case *agentRouteBatch:
 		r.routeBatch(c, m)
 	case *agentOpenSession:
@@ -140,8 +145,28 @@ func (r *agentRouter) Receive(c actor.Context) {
 		c.Respond(true)
 	case agentDirectoryReq:
 		c.Respond(r.view())
-	case *actor.Stopping, *actor.Restarting:
+	case *actor.Restarting: // the next instance routes what is still in the intake
 		r.failAll("the agent router of node " + r.rt.nodeID + " stopped")
+	case *actor.Stopping:
+		r.failAll("the agent router of node " + r.rt.nodeID + " stopped")
+		r.failSends(r.rt.sends.take(nil), "the agent router of node "+r.rt.nodeID+" stopped")
+	}
+}
+
+// takeSends routes the sends queued in the runtime's intake.
+func (r *agentRouter) takeSends(c actor.Context) {
+	r.in, r.inNext = r.rt.sends.take(r.in), 0 // every send of the previous take was routed
+	for r.inNext < len(r.in) {
+		m := &r.in[r.inNext]
+		r.inNext++
+		r.routeSend(c, m)
+	}
+}
+
+// failSends answers sends UNDELIVERABLE (ReasonStopping, why).
+func (r *agentRouter) failSends(sends []agentRouteSend, why string) {
+	for i := range sends {
+		sends[i].done <- agents.Undeliverable(agents.Reason(agents.ReasonStopping, "%s", why), "")
 	}
 }
 
@@ -464,8 +489,11 @@ func (r *agentRouter) setMembers(c actor.Context, ms []agents.Member) {
 	}
 }
 
-// failAll resolves every pending session as UNDELIVERABLE (stopping).
+// failAll resolves every pending session, and the sends taken from the intake and not routed
+// yet, as UNDELIVERABLE (stopping).
 func (r *agentRouter) failAll(why string) {
+	r.failSends(r.in[r.inNext:], why)
+	r.in, r.inNext = nil, 0
 	if r.sessions == nil {
 		return
 	}

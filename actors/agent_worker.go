@@ -32,6 +32,8 @@ type agentWorker struct {
 	// drainReply answers an agentDrain once every agent in draining acknowledged its marker.
 	drainReply *actor.PID
 	draining   map[agents.Key]bool
+	// results are the answered deliveries last taken from the runtime's results intake.
+	results []*agentDeliver
 }
 
 // agentChild is the worker's record of one active agent.
@@ -73,16 +75,13 @@ type (
 		direct bool
 		// packed: the router takes packed results (AgentSendRequest.packed_results).
 		packed bool
-		// outcome is set by the agent, or the worker refusing the delivery, before it is sent
-		// back as an agentResult.
+		// outcome is set by the agent, or the worker refusing the delivery, before it goes
+		// back to the worker (the runtime's results intake).
 		outcome *messages.DeliveryOutcome
 		// ctx is the handler's context, part of the record (no allocation per call): a record
 		// is built in place and never copied (go vet's copylocks checks it).
 		ctx agentCtx
 	}
-	// agentResult is a remote send's delivery answered (its outcome set), on its way from the
-	// agent to the worker: the same record, no new allocation.
-	agentResult     agentDeliver
 	agentPassivate  struct{}
 	agentPassivated struct {
 		key       agents.Key
@@ -120,9 +119,12 @@ func (w *agentWorker) Receive(c actor.Context) {
 		w.request(c, m)
 	case *messages.AgentPublishBatch:
 		c.Respond(w.enqueuePublish(c, m))
-	case *agentResult:
-		w.reply(c, m)
+	case *actor.Started:
+		w.takeResults(c) // those queued while the worker restarted
+	case agentResultsQueued:
+		w.takeResults(c)
 	case agentWorkerFlush:
+		w.takeResults(c)
 		w.flushing = false
 		if w.awaiting > 0 && !w.acking() {
 			w.hold(c)
@@ -214,7 +216,7 @@ func (w *agentWorker) deliver(c actor.Context, d *agentDeliver) {
 	}
 	ch.forwarded++
 	ch.gen = w.gen
-	c.Send(ch.pid, d)
+	ch.slot.mailbox.PostUserMessage(d) // what c.Send(ch.pid, d) does, without the PID's lookup
 }
 
 // activate spawns the agent of key with the state it had when it was passivated.
@@ -239,12 +241,21 @@ func (w *agentWorker) finish(c actor.Context, d *agentDeliver, o *messages.Deliv
 		d.batch.set(d.idx, o)
 	case d.router != nil:
 		d.outcome = o
-		w.reply(c, (*agentResult)(d))
+		w.reply(c, d)
 	}
 }
 
-// reply queues an outcome for its router; the queue is flushed after the current mailbox run.
-func (w *agentWorker) reply(c actor.Context, r *agentResult) {
+// takeResults queues the outcomes waiting in the runtime's results intake for their routers.
+func (w *agentWorker) takeResults(c actor.Context) {
+	w.results = w.rt.results.take(w.results)
+	for _, d := range w.results {
+		w.reply(c, d)
+	}
+}
+
+// reply queues the outcome of remote send r (set) for its router; the queue is flushed after
+// the current mailbox run.
+func (w *agentWorker) reply(c actor.Context, r *agentDeliver) {
 	if !r.direct && w.awaiting > 0 {
 		w.awaiting--
 	}
@@ -398,6 +409,7 @@ func (w *agentWorker) passivated(c actor.Context, m *agentPassivated) {
 // the outcomes still queued.
 func (w *agentWorker) drained(c actor.Context) {
 	if w.drainReply != nil && len(w.draining) == 0 {
+		w.takeResults(c)
 		w.flush(c)
 		c.Send(w.drainReply, true)
 		w.drainReply = nil
