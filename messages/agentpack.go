@@ -20,9 +20,21 @@ import (
 // errUnexpected makes a fast decoder hand the bytes to proto.Unmarshal.
 var errUnexpected = errors.New("messages: unexpected field in packed form")
 
-// PackDeliveries encodes ds as AgentSendRequest.packed.
+// PackDeliveries encodes ds as AgentSendRequest.packed (as AppendDelivery does each).
 func PackDeliveries(ds []*AgentDelivery) ([]byte, error) {
-	return proto.Marshal(&AgentSendRequest{Deliveries: ds})
+	var b []byte
+	for _, d := range ds {
+		var err error
+		if len(d.unknownFields) > 0 {
+			b, err = appendProto(b, d)
+		} else {
+			b, err = AppendDelivery(b, d.Session, d.Envelope)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // UnpackDeliveries decodes AgentSendRequest.packed. The deliveries share the memory of b, which
@@ -33,9 +45,21 @@ func UnpackDeliveries(b []byte) ([]*AgentDelivery, error) {
 	return unpack(b, unpackDeliveries, &m, func() []*AgentDelivery { return m.Deliveries })
 }
 
-// PackResults encodes rs as AgentSendResponse.packed.
+// PackResults encodes rs as AgentSendResponse.packed (as AppendResult does each).
 func PackResults(rs []*AgentDeliveryResult) ([]byte, error) {
-	return proto.Marshal(&AgentSendResponse{Results: rs})
+	var b []byte
+	for _, r := range rs {
+		var err error
+		if len(r.unknownFields) > 0 {
+			b, err = appendProto(b, r)
+		} else {
+			b, err = AppendResult(b, r.Session, r.Outcome)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // UnpackResults decodes AgentSendResponse.packed, as UnpackDeliveries does.
