@@ -42,6 +42,8 @@ type agentRouter struct {
 	// the router stops or restarts before it routes them).
 	in     []agentRouteSend
 	inNext int
+	// packRoom is the capacity a new packed batch starts with (packHint at least).
+	packRoom int
 }
 
 // routerCall is what a session answers: a send's caller, a delivery of a batch (batch, idx)
@@ -59,12 +61,20 @@ type routerPublish struct {
 	done                 chan<- publishResult
 }
 
-// routerBatch is the send request being built for one worker and the payload bytes it carries
-// (it goes out at Config.MaxBatch deliveries or Config.MaxBatchBytes).
+// routerBatch is the send request being built for one worker: its deliveries packed as they
+// come for a worker that registered packed_sends (messages.AppendDelivery), in Deliveries
+// otherwise; the session of each, in order; and the payload bytes it carries (it goes out at
+// Config.MaxBatch deliveries or Config.MaxBatchBytes).
 type routerBatch struct {
-	*messages.AgentSendRequest
-	bytes int
+	req      *messages.AgentSendRequest
+	packs    bool
+	sessions []uint64
+	bytes    int
 }
+
+// packHint is the room a new packed batch starts with, grown to the size of the largest one
+// sent lately (a batch is sent as it is: its bytes cannot be reused).
+const packHint = 4 << 10
 
 // agentFlush makes the router send the batches built during one mailbox run.
 type agentFlush struct{}
@@ -239,13 +249,28 @@ func (r *agentRouter) enqueue(c actor.Context, w *agents.WorkerRoute, env *messa
 	id := r.sessions.Open(w.ID, call, now, time.Unix(0, env.Deadline), r.rt.cfg.RPCTimeout)
 	b := r.batches[w.ID]
 	if b == nil {
-		b = &routerBatch{AgentSendRequest: &messages.AgentSendRequest{RouterId: r.rt.selfID}}
+		b = &routerBatch{req: &messages.AgentSendRequest{RouterId: r.rt.selfID, PackedResults: true}}
+		if dw, ok := r.dir.Worker(w.ID); ok && dw.Registration.GetPackedSends() {
+			b.packs, b.req.Packed = true, make([]byte, 0, max(r.packRoom, packHint))
+		}
 		r.batches[w.ID] = b
 	}
-	b.Deliveries = append(b.Deliveries, &messages.AgentDelivery{Session: id, Envelope: env})
+	if b.packs {
+		packed, err := messages.AppendDelivery(b.req.Packed, id, env)
+		if err != nil { // a string that is not UTF-8: it cannot go out
+			if s, ok := r.sessions.Resolve(id, agents.Failed(fmt.Sprintf("agents: the message cannot be encoded: %v", err), w.ID)); ok {
+				r.answer(s)
+			}
+			return
+		}
+		b.req.Packed = packed
+	} else {
+		b.req.Deliveries = append(b.req.Deliveries, &messages.AgentDelivery{Session: id, Envelope: env})
+	}
+	b.sessions = append(b.sessions, id)
 	b.bytes += len(env.Payload)
-	if len(b.Deliveries) >= r.rt.cfg.MaxBatch || b.bytes >= r.rt.cfg.MaxBatchBytes {
-		r.sendBatch(c, w.ID, b.AgentSendRequest, w)
+	if len(b.sessions) >= r.rt.cfg.MaxBatch || b.bytes >= r.rt.cfg.MaxBatchBytes {
+		r.sendBatch(c, w.ID, b, w)
 		return
 	}
 	if !r.flushing && r.unacked[w.ID] < sendWindow {
@@ -254,20 +279,16 @@ func (r *agentRouter) enqueue(c actor.Context, w *agents.WorkerRoute, env *messa
 	}
 }
 
-// sendBatch sends worker id its batch b (w: its route) and counts it unacknowledged. A worker
-// that registered packed_sends gets the deliveries packed.
-func (r *agentRouter) sendBatch(c actor.Context, id string, b *messages.AgentSendRequest, w *agents.WorkerRoute) {
+// sendBatch sends worker id its batch b (w: its route) and counts it unacknowledged.
+func (r *agentRouter) sendBatch(c actor.Context, id string, b *routerBatch, w *agents.WorkerRoute) {
 	r.count(id, 0)
-	if len(b.Deliveries) >= ackedBatch {
+	if len(b.sessions) >= ackedBatch {
 		r.unacked[id]++
 	}
-	b.PackedResults = true
-	if dw, ok := r.dir.Worker(id); ok && dw.Registration.GetPackedSends() && len(b.Deliveries) > 1 {
-		if packed, err := messages.PackDeliveries(b.Deliveries); err == nil {
-			b.Packed, b.Deliveries = packed, nil
-		}
+	if b.packs {
+		r.packRoom = max(len(b.req.Packed), r.packRoom-r.packRoom/8) // follows the sizes down slowly
 	}
-	c.Request(r.pid(w), b)
+	c.Request(r.pid(w), b.req)
 	delete(r.batches, id)
 	delete(r.held, id)
 }
@@ -309,11 +330,11 @@ func (r *agentRouter) flush(c actor.Context) {
 	for id, b := range r.batches {
 		if w := r.table.Worker(id); w != nil {
 			if r.unacked[id] < sendWindow {
-				r.sendBatch(c, id, b.AgentSendRequest, w)
+				r.sendBatch(c, id, b, w)
 			}
 		} else {
-			for _, d := range b.Deliveries { // the worker left since: its sessions were resolved
-				if s, ok := r.sessions.Resolve(d.Session, agents.Undeliverable(agents.Reason(agents.ReasonWorkerEvicted,
+			for _, session := range b.sessions { // the worker left since: its sessions were resolved
+				if s, ok := r.sessions.Resolve(session, agents.Undeliverable(agents.Reason(agents.ReasonWorkerEvicted,
 					"worker %s left before the message went out", id), id)); ok {
 					r.answer(s)
 				}

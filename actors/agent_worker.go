@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -34,6 +35,8 @@ type agentWorker struct {
 	draining   map[agents.Key]bool
 	// results are the answered deliveries last taken from the runtime's results intake.
 	results []*agentDeliver
+	// packRoom is the capacity a new packed response starts with (packHint at least).
+	packRoom int
 }
 
 // agentChild is the worker's record of one active agent.
@@ -46,10 +49,12 @@ type agentChild struct {
 	passivating bool
 }
 
-// workerReplies are the outcomes for one router waiting for the next flush.
+// workerReplies are the outcomes for one router waiting for the next flush: packed as they come
+// for a router that takes packed results (messages.AppendResult), in Results otherwise.
 type workerReplies struct {
 	router *actor.PID
 	resp   *messages.AgentSendResponse
+	n      int  // outcomes queued
 	bytes  int  // the responses' payload bytes (it goes out at Config.MaxBatchBytes)
 	packed bool // the router takes packed results (AgentSendRequest.packed_results)
 }
@@ -260,22 +265,36 @@ func (w *agentWorker) reply(c actor.Context, r *agentDeliver) {
 		w.awaiting--
 	}
 	rb := w.replyQueue(c, r.router, r.routerKey)
-	rb.packed = r.packed    // the same for every request of a router
-	r.outcome.WorkerId = "" // the response names the worker once; the router fills it in
-	rb.resp.Results = append(rb.resp.Results, &messages.AgentDeliveryResult{Session: r.session, Outcome: r.outcome})
-	rb.bytes += len(r.outcome.Response)
-	if len(rb.resp.Results) >= w.rt.cfg.MaxBatch || rb.bytes >= w.rt.cfg.MaxBatchBytes {
-		rb.send(c)
+	if rb.n == 0 && r.packed { // the same for every request of a router
+		rb.packed, rb.resp.Packed = true, make([]byte, 0, max(w.packRoom, packHint))
+	}
+	o := r.outcome
+	o.WorkerId = "" // the response names the worker once; the router fills it in
+	if rb.packed {
+		packed, err := messages.AppendResult(rb.resp.Packed, r.session, o)
+		if err != nil { // a reason or content type that is not UTF-8 cannot go out as it is
+			o.Reason, o.ContentType = strings.ToValidUTF8(o.Reason, "\uFFFD"), strings.ToValidUTF8(o.ContentType, "\uFFFD")
+			if packed, err = messages.AppendResult(rb.resp.Packed, r.session, o); err != nil {
+				w.rt.log.Warn("unencodable outcome dropped", zap.Error(err)) // its session ends at its deadline
+				return
+			}
+		}
+		rb.resp.Packed = packed
+	} else {
+		rb.resp.Results = append(rb.resp.Results, &messages.AgentDeliveryResult{Session: r.session, Outcome: o})
+	}
+	rb.n++
+	rb.bytes += len(o.Response)
+	if rb.n >= w.rt.cfg.MaxBatch || rb.bytes >= w.rt.cfg.MaxBatchBytes {
+		w.send(c, rb)
 		delete(w.replies, r.routerKey)
 	}
 }
 
-// send sends the queued response, its results packed for a router that takes them.
-func (rb *workerReplies) send(c actor.Context) {
-	if rb.packed && len(rb.resp.Results) > 1 {
-		if packed, err := messages.PackResults(rb.resp.Results); err == nil {
-			rb.resp.Packed, rb.resp.Results = packed, nil
-		}
+// send sends a queued response.
+func (w *agentWorker) send(c actor.Context, rb *workerReplies) {
+	if rb.packed {
+		w.packRoom = max(len(rb.resp.Packed), w.packRoom-w.packRoom/8) // follows the sizes down slowly
 	}
 	c.Send(rb.router, rb.resp)
 }
@@ -330,7 +349,7 @@ func (w *agentWorker) hold(c actor.Context) {
 func (w *agentWorker) flush(c actor.Context) {
 	w.flushing = false
 	for k, rb := range w.replies {
-		rb.send(c)
+		w.send(c, rb)
 		delete(w.replies, k)
 	}
 }
