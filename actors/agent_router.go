@@ -107,17 +107,16 @@ func (r *agentRouter) Receive(c actor.Context) {
 		r.flush(c)
 	case *messages.AgentSendResponse:
 		r.acked(c, m.WorkerId, int(m.Requests))
-		results := m.Results
+		for _, res := range m.Results {
+			r.resolve(res.Session, res.Outcome)
+		}
 		if len(m.Packed) > 0 {
-			var err error
-			if results, err = messages.UnpackResults(m.Packed); err != nil {
-				// Their sessions end at their deadlines.
+			sessions, outs, err := messages.UnpackResultList(m.Packed)
+			if err != nil { // their sessions end at their deadlines
 				r.rt.log.Warn("undecodable send response dropped", zap.String("worker_id", m.WorkerId), zap.Error(err))
 			}
-		}
-		for _, res := range results {
-			if s, ok := r.sessions.Resolve(res.Session, res.Outcome); ok {
-				r.answer(s)
+			for i, id := range sessions {
+				r.resolve(id, outs[i])
 			}
 		}
 	case *agentPublishCall:
@@ -403,6 +402,13 @@ func (r *agentRouter) count(worker string, kind int) {
 		r.sent[worker] = c
 	}
 	c[kind]++
+}
+
+// resolve applies a worker's outcome o to session id, answering its caller if it was pending.
+func (r *agentRouter) resolve(id uint64, o *messages.DeliveryOutcome) {
+	if s, ok := r.sessions.Resolve(id, o); ok {
+		r.answer(s)
+	}
 }
 
 // answer hands a resolved session to its caller.

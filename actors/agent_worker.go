@@ -176,30 +176,37 @@ func (w *agentWorker) request(c actor.Context, m *messages.AgentSendRequest) {
 		w.rt.log.Warn("agent send request without sender dropped", zap.String("router", m.RouterId))
 		return
 	}
-	deliveries := m.Deliveries
+	var sessions []uint64
+	var envs []*messages.MessageEnvelope
 	if len(m.Packed) > 0 {
 		var err error
-		if deliveries, err = messages.UnpackDeliveries(m.Packed); err != nil {
+		if sessions, envs, err = messages.UnpackDeliveryList(m.Packed); err != nil {
 			// Their sessions end at their deadlines on the router.
 			w.rt.log.Warn("undecodable send request dropped", zap.String("router", m.RouterId), zap.Error(err))
 			return
 		}
+	} else {
+		sessions, envs = make([]uint64, len(m.Deliveries)), make([]*messages.MessageEnvelope, len(m.Deliveries))
+		for i, d := range m.Deliveries {
+			sessions[i], envs[i] = d.Session, d.Envelope
+		}
 	}
-	ds := make([]agentDeliver, len(deliveries)) // one allocation per request
-	if len(deliveries) > 1 {
-		w.awaiting += len(deliveries) // each is answered through reply, refused or handled
+	n := len(sessions)
+	ds := make([]agentDeliver, n) // one allocation per request
+	if n > 1 {
+		w.awaiting += n // each is answered through reply, refused or handled
 	}
-	for i, d := range deliveries {
+	for i, env := range envs {
 		ad := &ds[i]
-		*ad = agentDeliver{env: d.Envelope, tenant: d.Envelope.GetSnapshot().GetTenantId(), router: router,
-			routerKey: m.RouterId, session: d.Session, direct: len(deliveries) == 1, packed: m.PackedResults}
-		if err := agents.ValidateAgentID(d.Envelope.GetRecipient()); err != nil {
+		*ad = agentDeliver{env: env, tenant: env.GetSnapshot().GetTenantId(), router: router,
+			routerKey: m.RouterId, session: sessions[i], direct: n == 1, packed: m.PackedResults}
+		if err := agents.ValidateAgentID(env.GetRecipient()); err != nil {
 			w.finish(c, ad, agents.Undeliverable(agents.Reason(agents.ReasonNoLiveOwner, "%v", err), w.rt.selfID))
 			continue
 		}
 		w.deliver(c, ad)
 	}
-	if len(deliveries) >= ackedBatch {
+	if n >= ackedBatch {
 		w.replyQueue(c, router, m.RouterId).resp.Requests++ // acknowledged in the next flush
 	}
 }
