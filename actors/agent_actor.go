@@ -65,7 +65,9 @@ func (a *agentActor) handle(c actor.Context, d *agentDeliver) {
 			Results: []*messages.AgentDeliveryResult{{Session: d.session, Outcome: o}}})
 	case d.router != nil:
 		d.outcome = o
-		c.Send(c.Parent(), (*agentResult)(d))
+		if a.rt.results.push(d) {
+			c.Send(c.Parent(), agentResultsQueued{})
+		}
 	case o.Status != messages.DeliveryOutcome_DELIVERED:
 		a.rt.log.Debug("published message not handled: " + o.Reason)
 	}

@@ -24,12 +24,18 @@ type (
 		done    chan<- *messages.DeliveryOutcome
 		deliver *agentDeliver
 	}
-	// agentRouteSend asks this node's router to deliver env under a session.
+	// agentRouteSend asks this node's router to deliver env under a session; it is queued in
+	// the runtime's sends intake, announced by agentSendsQueued.
 	agentRouteSend struct {
 		env    *messages.MessageEnvelope
 		tenant string
 		done   chan<- *messages.DeliveryOutcome
 	}
+	// agentSendsQueued tells the router that sends are queued in the runtime's intake.
+	agentSendsQueued struct{}
+	// agentResultsQueued tells the worker that outcomes of remote sends are queued in the
+	// runtime's results intake.
+	agentResultsQueued struct{}
 	// agentPublishCall asks this node's router to publish env.
 	agentPublishCall struct {
 		env    *messages.MessageEnvelope

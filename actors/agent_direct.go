@@ -16,7 +16,9 @@ import (
 // remote send in flight sends its request to the worker itself, with the router as the sender
 // the worker answers, after handing the router the session (agentOpenSession). The router's
 // mailbox takes the session before the answer can arrive (it is posted before the request
-// leaves), and resolves it as one it sent: outcome, deadline, eviction, stop.
+// leaves), and resolves it as one it sent: outcome, deadline, eviction, stop. The session goes
+// through the mailbox, not the sends intake: an item of the intake may be taken after a message
+// posted later.
 
 // agentOpenSession asks the router to track the session of a request its caller sent itself.
 type agentOpenSession struct {
@@ -40,7 +42,9 @@ func (rt *agentRuntime) sendRemote(env *messages.MessageEnvelope, tenant string,
 	w *agents.WorkerRoute) (direct bool) {
 	if rt.routed.Load() > 0 || !rt.directBusy.CompareAndSwap(false, true) {
 		rt.routed.Add(1)
-		rt.system.Root.Send(rt.router, &agentRouteSend{env: env, tenant: tenant, done: done})
+		if rt.sends.push(agentRouteSend{env: env, tenant: tenant, done: done}) {
+			rt.system.Root.Send(rt.router, agentSendsQueued{})
+		}
 		return false
 	}
 	id := agents.CallerSessions | rt.directIDs.Add(1)

@@ -25,6 +25,9 @@ type agentMailbox struct {
 
 	invoker    actor.MessageInvoker
 	dispatcher actor.Dispatcher
+	// run is process as a func value, made once: a method value handed to Schedule would be
+	// allocated at every schedule.
+	run func()
 }
 
 var _ actor.Mailbox = (*agentMailbox)(nil)
@@ -33,6 +36,7 @@ var _ actor.Mailbox = (*agentMailbox)(nil)
 // mailbox (it is produced once per actor: a restart keeps it).
 func agentMailboxProps() (actor.PropsOption, *agentMailbox) {
 	mb := &agentMailbox{}
+	mb.run = mb.process
 	return actor.WithMailbox(func() actor.Mailbox { return mb }), mb
 }
 
@@ -108,7 +112,7 @@ func (m *agentMailbox) invoke(msg any) {
 // schedule starts a run on the dispatcher unless one owns the mailbox.
 func (m *agentMailbox) schedule() {
 	if m.running.CompareAndSwap(false, true) {
-		m.dispatcher.Schedule(m.process)
+		m.dispatcher.Schedule(m.run)
 	}
 }
 

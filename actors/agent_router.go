@@ -38,6 +38,12 @@ type agentRouter struct {
 	stopping bool
 	// sent counts the requests sent to each worker (AgentWorkerInfo.SendBatches, PublishBatches).
 	sent map[string]*[2]uint64
+	// in are the sends taken from the runtime's intake, in[inNext:] not routed yet (failed if
+	// the router stops or restarts before it routes them).
+	in     []agentRouteSend
+	inNext int
+	// packRoom is the capacity a new packed batch starts with (packHint at least).
+	packRoom int
 }
 
 // routerCall is what a session answers: a send's caller, a delivery of a batch (batch, idx)
@@ -55,12 +61,20 @@ type routerPublish struct {
 	done                 chan<- publishResult
 }
 
-// routerBatch is the send request being built for one worker and the payload bytes it carries
-// (it goes out at Config.MaxBatch deliveries or Config.MaxBatchBytes).
+// routerBatch is the send request being built for one worker: its deliveries packed as they
+// come for a worker that registered packed_sends (messages.AppendDelivery), in Deliveries
+// otherwise; the session of each, in order; and the payload bytes it carries (it goes out at
+// Config.MaxBatch deliveries or Config.MaxBatchBytes).
 type routerBatch struct {
-	*messages.AgentSendRequest
-	bytes int
+	req      *messages.AgentSendRequest
+	packs    bool
+	sessions []uint64
+	bytes    int
 }
+
+// packHint is the room a new packed batch starts with, grown to the size of the largest one
+// sent lately (a batch is sent as it is: its bytes cannot be reused).
+const packHint = 4 << 10
 
 // agentFlush makes the router send the batches built during one mailbox run.
 type agentFlush struct{}
@@ -82,8 +96,9 @@ func (r *agentRouter) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		r.start(c)
-	case *agentRouteSend:
-		r.routeSend(c, m)
+		r.takeSends(c) // those queued while the router restarted
+	case agentSendsQueued:
+		r.takeSends(c)
 	case *agentRouteBatch:
 		r.routeBatch(c, m)
 	case *agentOpenSession:
@@ -92,17 +107,16 @@ func (r *agentRouter) Receive(c actor.Context) {
 		r.flush(c)
 	case *messages.AgentSendResponse:
 		r.acked(c, m.WorkerId, int(m.Requests))
-		results := m.Results
+		for _, res := range m.Results {
+			r.resolve(res.Session, res.Outcome)
+		}
 		if len(m.Packed) > 0 {
-			var err error
-			if results, err = messages.UnpackResults(m.Packed); err != nil {
-				// Their sessions end at their deadlines.
+			sessions, outs, err := messages.UnpackResultList(m.Packed)
+			if err != nil { // their sessions end at their deadlines
 				r.rt.log.Warn("undecodable send response dropped", zap.String("worker_id", m.WorkerId), zap.Error(err))
 			}
-		}
-		for _, res := range results {
-			if s, ok := r.sessions.Resolve(res.Session, res.Outcome); ok {
-				r.answer(s)
+			for i, id := range sessions {
+				r.resolve(id, outs[i])
 			}
 		}
 	case *agentPublishCall:
@@ -140,8 +154,28 @@ func (r *agentRouter) Receive(c actor.Context) {
 		c.Respond(true)
 	case agentDirectoryReq:
 		c.Respond(r.view())
-	case *actor.Stopping, *actor.Restarting:
+	case *actor.Restarting: // the next instance routes what is still in the intake
 		r.failAll("the agent router of node " + r.rt.nodeID + " stopped")
+	case *actor.Stopping:
+		r.failAll("the agent router of node " + r.rt.nodeID + " stopped")
+		r.failSends(r.rt.sends.take(nil), "the agent router of node "+r.rt.nodeID+" stopped")
+	}
+}
+
+// takeSends routes the sends queued in the runtime's intake.
+func (r *agentRouter) takeSends(c actor.Context) {
+	r.in, r.inNext = r.rt.sends.take(r.in), 0 // every send of the previous take was routed
+	for r.inNext < len(r.in) {
+		m := &r.in[r.inNext]
+		r.inNext++
+		r.routeSend(c, m)
+	}
+}
+
+// failSends answers sends UNDELIVERABLE (ReasonStopping, why).
+func (r *agentRouter) failSends(sends []agentRouteSend, why string) {
+	for i := range sends {
+		sends[i].done <- agents.Undeliverable(agents.Reason(agents.ReasonStopping, "%s", why), "")
 	}
 }
 
@@ -214,13 +248,28 @@ func (r *agentRouter) enqueue(c actor.Context, w *agents.WorkerRoute, env *messa
 	id := r.sessions.Open(w.ID, call, now, time.Unix(0, env.Deadline), r.rt.cfg.RPCTimeout)
 	b := r.batches[w.ID]
 	if b == nil {
-		b = &routerBatch{AgentSendRequest: &messages.AgentSendRequest{RouterId: r.rt.selfID}}
+		b = &routerBatch{req: &messages.AgentSendRequest{RouterId: r.rt.selfID, PackedResults: true}}
+		if dw, ok := r.dir.Worker(w.ID); ok && dw.Registration.GetPackedSends() {
+			b.packs, b.req.Packed = true, make([]byte, 0, max(r.packRoom, packHint))
+		}
 		r.batches[w.ID] = b
 	}
-	b.Deliveries = append(b.Deliveries, &messages.AgentDelivery{Session: id, Envelope: env})
+	if b.packs {
+		packed, err := messages.AppendDelivery(b.req.Packed, id, env)
+		if err != nil { // a string that is not UTF-8: it cannot go out
+			if s, ok := r.sessions.Resolve(id, agents.Failed(fmt.Sprintf("agents: the message cannot be encoded: %v", err), w.ID)); ok {
+				r.answer(s)
+			}
+			return
+		}
+		b.req.Packed = packed
+	} else {
+		b.req.Deliveries = append(b.req.Deliveries, &messages.AgentDelivery{Session: id, Envelope: env})
+	}
+	b.sessions = append(b.sessions, id)
 	b.bytes += len(env.Payload)
-	if len(b.Deliveries) >= r.rt.cfg.MaxBatch || b.bytes >= r.rt.cfg.MaxBatchBytes {
-		r.sendBatch(c, w.ID, b.AgentSendRequest, w)
+	if len(b.sessions) >= r.rt.cfg.MaxBatch || b.bytes >= r.rt.cfg.MaxBatchBytes {
+		r.sendBatch(c, w.ID, b, w)
 		return
 	}
 	if !r.flushing && r.unacked[w.ID] < sendWindow {
@@ -229,20 +278,16 @@ func (r *agentRouter) enqueue(c actor.Context, w *agents.WorkerRoute, env *messa
 	}
 }
 
-// sendBatch sends worker id its batch b (w: its route) and counts it unacknowledged. A worker
-// that registered packed_sends gets the deliveries packed.
-func (r *agentRouter) sendBatch(c actor.Context, id string, b *messages.AgentSendRequest, w *agents.WorkerRoute) {
+// sendBatch sends worker id its batch b (w: its route) and counts it unacknowledged.
+func (r *agentRouter) sendBatch(c actor.Context, id string, b *routerBatch, w *agents.WorkerRoute) {
 	r.count(id, 0)
-	if len(b.Deliveries) >= ackedBatch {
+	if len(b.sessions) >= ackedBatch {
 		r.unacked[id]++
 	}
-	b.PackedResults = true
-	if dw, ok := r.dir.Worker(id); ok && dw.Registration.GetPackedSends() && len(b.Deliveries) > 1 {
-		if packed, err := messages.PackDeliveries(b.Deliveries); err == nil {
-			b.Packed, b.Deliveries = packed, nil
-		}
+	if b.packs {
+		r.packRoom = max(len(b.req.Packed), r.packRoom-r.packRoom/8) // follows the sizes down slowly
 	}
-	c.Request(r.pid(w), b)
+	c.Request(r.pid(w), b.req)
 	delete(r.batches, id)
 	delete(r.held, id)
 }
@@ -284,11 +329,11 @@ func (r *agentRouter) flush(c actor.Context) {
 	for id, b := range r.batches {
 		if w := r.table.Worker(id); w != nil {
 			if r.unacked[id] < sendWindow {
-				r.sendBatch(c, id, b.AgentSendRequest, w)
+				r.sendBatch(c, id, b, w)
 			}
 		} else {
-			for _, d := range b.Deliveries { // the worker left since: its sessions were resolved
-				if s, ok := r.sessions.Resolve(d.Session, agents.Undeliverable(agents.Reason(agents.ReasonWorkerEvicted,
+			for _, session := range b.sessions { // the worker left since: its sessions were resolved
+				if s, ok := r.sessions.Resolve(session, agents.Undeliverable(agents.Reason(agents.ReasonWorkerEvicted,
 					"worker %s left before the message went out", id), id)); ok {
 					r.answer(s)
 				}
@@ -357,6 +402,13 @@ func (r *agentRouter) count(worker string, kind int) {
 		r.sent[worker] = c
 	}
 	c[kind]++
+}
+
+// resolve applies a worker's outcome o to session id, answering its caller if it was pending.
+func (r *agentRouter) resolve(id uint64, o *messages.DeliveryOutcome) {
+	if s, ok := r.sessions.Resolve(id, o); ok {
+		r.answer(s)
+	}
 }
 
 // answer hands a resolved session to its caller.
@@ -464,8 +516,11 @@ func (r *agentRouter) setMembers(c actor.Context, ms []agents.Member) {
 	}
 }
 
-// failAll resolves every pending session as UNDELIVERABLE (stopping).
+// failAll resolves every pending session, and the sends taken from the intake and not routed
+// yet, as UNDELIVERABLE (stopping).
 func (r *agentRouter) failAll(why string) {
+	r.failSends(r.in[r.inNext:], why)
+	r.in, r.inNext = nil, 0
 	if r.sessions == nil {
 		return
 	}

@@ -70,6 +70,11 @@ type agentRuntime struct {
 	directIDs  atomic.Uint64
 	lastWorker atomic.Pointer[agentWorkerPID]
 
+	// sends queues the remote sends for the router, results the outcomes of remote sends for
+	// the worker (agent_intake.go): one mailbox message per burst instead of one per item.
+	sends   agentIntake[agentRouteSend]
+	results agentIntake[*agentDeliver]
+
 	// batchMu guards batches: the SendAgentBatch calls waiting, failed at stop.
 	batchMu sync.Mutex
 	batches map[*agentBatch]struct{}

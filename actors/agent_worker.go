@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -32,6 +33,10 @@ type agentWorker struct {
 	// drainReply answers an agentDrain once every agent in draining acknowledged its marker.
 	drainReply *actor.PID
 	draining   map[agents.Key]bool
+	// results are the answered deliveries last taken from the runtime's results intake.
+	results []*agentDeliver
+	// packRoom is the capacity a new packed response starts with (packHint at least).
+	packRoom int
 }
 
 // agentChild is the worker's record of one active agent.
@@ -44,10 +49,12 @@ type agentChild struct {
 	passivating bool
 }
 
-// workerReplies are the outcomes for one router waiting for the next flush.
+// workerReplies are the outcomes for one router waiting for the next flush: packed as they come
+// for a router that takes packed results (messages.AppendResult), in Results otherwise.
 type workerReplies struct {
 	router *actor.PID
 	resp   *messages.AgentSendResponse
+	n      int  // outcomes queued
 	bytes  int  // the responses' payload bytes (it goes out at Config.MaxBatchBytes)
 	packed bool // the router takes packed results (AgentSendRequest.packed_results)
 }
@@ -73,16 +80,13 @@ type (
 		direct bool
 		// packed: the router takes packed results (AgentSendRequest.packed_results).
 		packed bool
-		// outcome is set by the agent, or the worker refusing the delivery, before it is sent
-		// back as an agentResult.
+		// outcome is set by the agent, or the worker refusing the delivery, before it goes
+		// back to the worker (the runtime's results intake).
 		outcome *messages.DeliveryOutcome
 		// ctx is the handler's context, part of the record (no allocation per call): a record
 		// is built in place and never copied (go vet's copylocks checks it).
 		ctx agentCtx
 	}
-	// agentResult is a remote send's delivery answered (its outcome set), on its way from the
-	// agent to the worker: the same record, no new allocation.
-	agentResult     agentDeliver
 	agentPassivate  struct{}
 	agentPassivated struct {
 		key       agents.Key
@@ -120,9 +124,12 @@ func (w *agentWorker) Receive(c actor.Context) {
 		w.request(c, m)
 	case *messages.AgentPublishBatch:
 		c.Respond(w.enqueuePublish(c, m))
-	case *agentResult:
-		w.reply(c, m)
+	case *actor.Started:
+		w.takeResults(c) // those queued while the worker restarted
+	case agentResultsQueued:
+		w.takeResults(c)
 	case agentWorkerFlush:
+		w.takeResults(c)
 		w.flushing = false
 		if w.awaiting > 0 && !w.acking() {
 			w.hold(c)
@@ -169,30 +176,37 @@ func (w *agentWorker) request(c actor.Context, m *messages.AgentSendRequest) {
 		w.rt.log.Warn("agent send request without sender dropped", zap.String("router", m.RouterId))
 		return
 	}
-	deliveries := m.Deliveries
+	var sessions []uint64
+	var envs []*messages.MessageEnvelope
 	if len(m.Packed) > 0 {
 		var err error
-		if deliveries, err = messages.UnpackDeliveries(m.Packed); err != nil {
+		if sessions, envs, err = messages.UnpackDeliveryList(m.Packed); err != nil {
 			// Their sessions end at their deadlines on the router.
 			w.rt.log.Warn("undecodable send request dropped", zap.String("router", m.RouterId), zap.Error(err))
 			return
 		}
+	} else {
+		sessions, envs = make([]uint64, len(m.Deliveries)), make([]*messages.MessageEnvelope, len(m.Deliveries))
+		for i, d := range m.Deliveries {
+			sessions[i], envs[i] = d.Session, d.Envelope
+		}
 	}
-	ds := make([]agentDeliver, len(deliveries)) // one allocation per request
-	if len(deliveries) > 1 {
-		w.awaiting += len(deliveries) // each is answered through reply, refused or handled
+	n := len(sessions)
+	ds := make([]agentDeliver, n) // one allocation per request
+	if n > 1 {
+		w.awaiting += n // each is answered through reply, refused or handled
 	}
-	for i, d := range deliveries {
+	for i, env := range envs {
 		ad := &ds[i]
-		*ad = agentDeliver{env: d.Envelope, tenant: d.Envelope.GetSnapshot().GetTenantId(), router: router,
-			routerKey: m.RouterId, session: d.Session, direct: len(deliveries) == 1, packed: m.PackedResults}
-		if err := agents.ValidateAgentID(d.Envelope.GetRecipient()); err != nil {
+		*ad = agentDeliver{env: env, tenant: env.GetSnapshot().GetTenantId(), router: router,
+			routerKey: m.RouterId, session: sessions[i], direct: n == 1, packed: m.PackedResults}
+		if err := agents.ValidateAgentID(env.GetRecipient()); err != nil {
 			w.finish(c, ad, agents.Undeliverable(agents.Reason(agents.ReasonNoLiveOwner, "%v", err), w.rt.selfID))
 			continue
 		}
 		w.deliver(c, ad)
 	}
-	if len(deliveries) >= ackedBatch {
+	if n >= ackedBatch {
 		w.replyQueue(c, router, m.RouterId).resp.Requests++ // acknowledged in the next flush
 	}
 }
@@ -214,7 +228,7 @@ func (w *agentWorker) deliver(c actor.Context, d *agentDeliver) {
 	}
 	ch.forwarded++
 	ch.gen = w.gen
-	c.Send(ch.pid, d)
+	ch.slot.mailbox.PostUserMessage(d) // what c.Send(ch.pid, d) does, without the PID's lookup
 }
 
 // activate spawns the agent of key with the state it had when it was passivated.
@@ -239,32 +253,55 @@ func (w *agentWorker) finish(c actor.Context, d *agentDeliver, o *messages.Deliv
 		d.batch.set(d.idx, o)
 	case d.router != nil:
 		d.outcome = o
-		w.reply(c, (*agentResult)(d))
+		w.reply(c, d)
 	}
 }
 
-// reply queues an outcome for its router; the queue is flushed after the current mailbox run.
-func (w *agentWorker) reply(c actor.Context, r *agentResult) {
+// takeResults queues the outcomes waiting in the runtime's results intake for their routers.
+func (w *agentWorker) takeResults(c actor.Context) {
+	w.results = w.rt.results.take(w.results)
+	for _, d := range w.results {
+		w.reply(c, d)
+	}
+}
+
+// reply queues the outcome of remote send r (set) for its router; the queue is flushed after
+// the current mailbox run.
+func (w *agentWorker) reply(c actor.Context, r *agentDeliver) {
 	if !r.direct && w.awaiting > 0 {
 		w.awaiting--
 	}
 	rb := w.replyQueue(c, r.router, r.routerKey)
-	rb.packed = r.packed    // the same for every request of a router
-	r.outcome.WorkerId = "" // the response names the worker once; the router fills it in
-	rb.resp.Results = append(rb.resp.Results, &messages.AgentDeliveryResult{Session: r.session, Outcome: r.outcome})
-	rb.bytes += len(r.outcome.Response)
-	if len(rb.resp.Results) >= w.rt.cfg.MaxBatch || rb.bytes >= w.rt.cfg.MaxBatchBytes {
-		rb.send(c)
+	if rb.n == 0 && r.packed { // the same for every request of a router
+		rb.packed, rb.resp.Packed = true, make([]byte, 0, max(w.packRoom, packHint))
+	}
+	o := r.outcome
+	o.WorkerId = "" // the response names the worker once; the router fills it in
+	if rb.packed {
+		packed, err := messages.AppendResult(rb.resp.Packed, r.session, o)
+		if err != nil { // a reason or content type that is not UTF-8 cannot go out as it is
+			o.Reason, o.ContentType = strings.ToValidUTF8(o.Reason, "\uFFFD"), strings.ToValidUTF8(o.ContentType, "\uFFFD")
+			if packed, err = messages.AppendResult(rb.resp.Packed, r.session, o); err != nil {
+				w.rt.log.Warn("unencodable outcome dropped", zap.Error(err)) // its session ends at its deadline
+				return
+			}
+		}
+		rb.resp.Packed = packed
+	} else {
+		rb.resp.Results = append(rb.resp.Results, &messages.AgentDeliveryResult{Session: r.session, Outcome: o})
+	}
+	rb.n++
+	rb.bytes += len(o.Response)
+	if rb.n >= w.rt.cfg.MaxBatch || rb.bytes >= w.rt.cfg.MaxBatchBytes {
+		w.send(c, rb)
 		delete(w.replies, r.routerKey)
 	}
 }
 
-// send sends the queued response, its results packed for a router that takes them.
-func (rb *workerReplies) send(c actor.Context) {
-	if rb.packed && len(rb.resp.Results) > 1 {
-		if packed, err := messages.PackResults(rb.resp.Results); err == nil {
-			rb.resp.Packed, rb.resp.Results = packed, nil
-		}
+// send sends a queued response.
+func (w *agentWorker) send(c actor.Context, rb *workerReplies) {
+	if rb.packed {
+		w.packRoom = max(len(rb.resp.Packed), w.packRoom-w.packRoom/8) // follows the sizes down slowly
 	}
 	c.Send(rb.router, rb.resp)
 }
@@ -319,7 +356,7 @@ func (w *agentWorker) hold(c actor.Context) {
 func (w *agentWorker) flush(c actor.Context) {
 	w.flushing = false
 	for k, rb := range w.replies {
-		rb.send(c)
+		w.send(c, rb)
 		delete(w.replies, k)
 	}
 }
@@ -398,6 +435,7 @@ func (w *agentWorker) passivated(c actor.Context, m *agentPassivated) {
 // the outcomes still queued.
 func (w *agentWorker) drained(c actor.Context) {
 	if w.drainReply != nil && len(w.draining) == 0 {
+		w.takeResults(c)
 		w.flush(c)
 		c.Send(w.drainReply, true)
 		w.drainReply = nil

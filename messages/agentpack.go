@@ -20,42 +20,103 @@ import (
 // errUnexpected makes a fast decoder hand the bytes to proto.Unmarshal.
 var errUnexpected = errors.New("messages: unexpected field in packed form")
 
-// PackDeliveries encodes ds as AgentSendRequest.packed.
+// PackDeliveries encodes ds as AgentSendRequest.packed (as AppendDelivery does each).
 func PackDeliveries(ds []*AgentDelivery) ([]byte, error) {
-	return proto.Marshal(&AgentSendRequest{Deliveries: ds})
+	var b []byte
+	for _, d := range ds {
+		var err error
+		if len(d.unknownFields) > 0 {
+			b, err = appendProto(b, d)
+		} else {
+			b, err = AppendDelivery(b, d.Session, d.Envelope)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // UnpackDeliveries decodes AgentSendRequest.packed. The deliveries share the memory of b, which
 // the caller must not modify afterwards, and deliveries with the same snapshot share one
 // (neither may be modified); the caller owns the returned slice.
 func UnpackDeliveries(b []byte) ([]*AgentDelivery, error) {
-	var m AgentSendRequest
-	return unpack(b, unpackDeliveries, &m, func() []*AgentDelivery { return m.Deliveries })
+	sessions, envs, err := UnpackDeliveryList(b)
+	if err != nil {
+		return nil, err
+	}
+	ds := make([]AgentDelivery, len(sessions))
+	for i := range ds {
+		ds[i].Session, ds[i].Envelope = sessions[i], envs[i]
+	}
+	return pointers(ds), nil
 }
 
-// PackResults encodes rs as AgentSendResponse.packed.
+// UnpackDeliveryList is UnpackDeliveries without a message per delivery: delivery i is
+// sessions[i] and envs[i] (nil for a delivery without envelope).
+func UnpackDeliveryList(b []byte) (sessions []uint64, envs []*MessageEnvelope, err error) {
+	var m AgentSendRequest
+	return unpack(b, unpackDeliveries, &m, func() []*AgentDelivery { return m.Deliveries }, (*AgentDelivery).GetEnvelope)
+}
+
+// PackResults encodes rs as AgentSendResponse.packed (as AppendResult does each).
 func PackResults(rs []*AgentDeliveryResult) ([]byte, error) {
-	return proto.Marshal(&AgentSendResponse{Results: rs})
+	var b []byte
+	for _, r := range rs {
+		var err error
+		if len(r.unknownFields) > 0 {
+			b, err = appendProto(b, r)
+		} else {
+			b, err = AppendResult(b, r.Session, r.Outcome)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // UnpackResults decodes AgentSendResponse.packed, as UnpackDeliveries does.
 func UnpackResults(b []byte) ([]*AgentDeliveryResult, error) {
-	var m AgentSendResponse
-	return unpack(b, unpackResults, &m, func() []*AgentDeliveryResult { return m.Results })
+	sessions, outs, err := UnpackResultList(b)
+	if err != nil {
+		return nil, err
+	}
+	rs := make([]AgentDeliveryResult, len(sessions))
+	for i := range rs {
+		rs[i].Session, rs[i].Outcome = sessions[i], outs[i]
+	}
+	return pointers(rs), nil
 }
 
+// UnpackResultList is UnpackResults without a message per result: result i is sessions[i] and
+// outcomes[i] (nil for a result without outcome).
+func UnpackResultList(b []byte) (sessions []uint64, outcomes []*DeliveryOutcome, err error) {
+	var m AgentSendResponse
+	return unpack(b, unpackResults, &m, func() []*AgentDeliveryResult { return m.Results }, (*AgentDeliveryResult).GetOutcome)
+}
+
+// sessioned is an element of a packed form: a delivery or a result.
+type sessioned interface{ GetSession() uint64 }
+
 // unpack decodes the n elements of field 2 in b with fast, or else with proto.Unmarshal into m,
-// whose elements list returns.
-func unpack[T any](b []byte, fast func(b []byte, n int) ([]T, error), m proto.Message, list func() []T) ([]T, error) {
+// whose elements list returns (body returns an element's body).
+func unpack[E sessioned, B any](b []byte, fast func(b []byte, n int) ([]uint64, []*B, error), m proto.Message, list func() []E,
+	body func(E) *B) ([]uint64, []*B, error) {
 	if n, err := countField(b, 2); err == nil {
-		if out, err := fast(b, n); err == nil {
-			return out, nil
+		if sessions, bodies, err := fast(b, n); err == nil {
+			return sessions, bodies, nil
 		}
 	}
 	if err := proto.Unmarshal(b, m); err != nil {
-		return nil, fmt.Errorf("messages: unpack %s: %w", m.ProtoReflect().Descriptor().Name(), err)
+		return nil, nil, fmt.Errorf("messages: unpack %s: %w", m.ProtoReflect().Descriptor().Name(), err)
 	}
-	return list(), nil
+	elems := list()
+	sessions, bodies := make([]uint64, len(elems)), make([]*B, len(elems))
+	for i, e := range elems {
+		sessions[i], bodies[i] = e.GetSession(), body(e)
+	}
+	return sessions, bodies, nil
 }
 
 // countField counts the length-delimited occurrences of field num in b, which may hold no
@@ -135,17 +196,17 @@ func str(v []byte) (string, error) {
 	return unsafe.String(&v[0], len(v)), nil
 }
 
-func unpackDeliveries(b []byte, n int) ([]*AgentDelivery, error) {
-	ds, envs, ids := make([]AgentDelivery, n), make([]MessageEnvelope, n), make([]AgentId, n)
+func unpackDeliveries(b []byte, n int) ([]uint64, []*MessageEnvelope, error) {
+	sessions, ptrs, envs, ids := make([]uint64, n), make([]*MessageEnvelope, n), make([]MessageEnvelope, n), make([]AgentId, n)
 	snaps := snapshotCache{}
-	err := unpackSessioned(b, n, func(i int) *uint64 { return &ds[i].Session }, func(i int, v []byte) error {
-		ds[i].Envelope = &envs[i]
+	err := unpackSessioned(b, n, func(i int) *uint64 { return &sessions[i] }, func(i int, v []byte) error {
+		ptrs[i] = &envs[i]
 		return unpackEnvelope(v, &envs[i], &ids[i], &snaps)
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return pointers(ds), nil
+	return sessions, ptrs, nil
 }
 
 // unpackSessioned decodes the n elements of field 2 in b, each a message of a session (field 1,
@@ -259,16 +320,16 @@ func (c *snapshotCache) get(raw []byte) (*ExecutionContextSnapshot, error) {
 	return s, nil
 }
 
-func unpackResults(b []byte, n int) ([]*AgentDeliveryResult, error) {
-	rs, outs := make([]AgentDeliveryResult, n), make([]DeliveryOutcome, n)
-	err := unpackSessioned(b, n, func(i int) *uint64 { return &rs[i].Session }, func(i int, v []byte) error {
-		rs[i].Outcome = &outs[i]
+func unpackResults(b []byte, n int) ([]uint64, []*DeliveryOutcome, error) {
+	sessions, ptrs, outs := make([]uint64, n), make([]*DeliveryOutcome, n), make([]DeliveryOutcome, n)
+	err := unpackSessioned(b, n, func(i int) *uint64 { return &sessions[i] }, func(i int, v []byte) error {
+		ptrs[i] = &outs[i]
 		return unpackOutcome(v, &outs[i])
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return pointers(rs), nil
+	return sessions, ptrs, nil
 }
 
 // pointers returns a pointer to each element of s, in order.

@@ -18,7 +18,7 @@ import (
 // Each session carries a value of type T for the caller (a reply channel, a publish call). The
 // table is pure state, not safe for concurrent use: the router's actor owns it.
 type Sessions[T any] struct {
-	m       map[uint64]*session[T]
+	m       map[uint64]session[T] // by value: no allocation per session
 	next    uint64
 	pending int
 	// wake is a lower bound of the earliest deadline in the table (zero: none); Expire scans
@@ -44,7 +44,7 @@ type Resolution[T any] struct {
 
 // NewSessions returns an empty table.
 func NewSessions[T any]() *Sessions[T] {
-	return &Sessions[T]{m: map[uint64]*session[T]{}}
+	return &Sessions[T]{m: map[uint64]session[T]{}}
 }
 
 // Open records a request sent to worker at now, answered by deadline at the latest for its
@@ -61,7 +61,7 @@ func (s *Sessions[T]) open(id uint64, worker string, value T, now, deadline time
 	if deadline.IsZero() {
 		deadline = rpc
 	}
-	s.m[id] = &session[T]{worker: worker, deadline: deadline, rpcDeadline: rpc, value: value}
+	s.m[id] = session[T]{worker: worker, deadline: deadline, rpcDeadline: rpc, value: value}
 	s.pending++
 	if first := earliest(deadline, rpc); s.wake.IsZero() || first.Before(s.wake) {
 		s.wake = first
@@ -75,7 +75,7 @@ const CallerSessions = uint64(1) << 63
 // OpenID is Open with the id chosen by the caller (a sender that sends its request itself and
 // has the router track it): id must have the CallerSessions bit and not be in the table.
 func (s *Sessions[T]) OpenID(id uint64, worker string, value T, now, deadline time.Time, rpcTimeout time.Duration) error {
-	if id&CallerSessions == 0 || s.m[id] != nil {
+	if _, dup := s.m[id]; id&CallerSessions == 0 || dup {
 		return fmt.Errorf("%w: %#x", ErrSessionID, id)
 	}
 	s.open(id, worker, value, now, deadline, rpcTimeout)
@@ -86,8 +86,8 @@ func (s *Sessions[T]) OpenID(id uint64, worker string, value T, now, deadline ti
 // session was pending; false for a session that already timed out (the late answer is dropped)
 // or an unknown one.
 func (s *Sessions[T]) Resolve(id uint64, o *messages.DeliveryOutcome) (Resolution[T], bool) {
-	e := s.m[id]
-	if e == nil {
+	e, ok := s.m[id]
+	if !ok {
 		return Resolution[T]{}, false
 	}
 	delete(s.m, id)
@@ -110,6 +110,7 @@ func (s *Sessions[T]) Expire(now time.Time) (timeouts []Resolution[T], unhealthy
 	for id, e := range s.m {
 		if !e.timedOut && !now.Before(earliest(e.deadline, e.rpcDeadline)) {
 			e.timedOut = true
+			s.m[id] = e
 			s.pending--
 			why := "no reply from worker %s before the deadline"
 			if !now.Before(e.rpcDeadline) {
