@@ -76,7 +76,7 @@ type (
 	AgentHandler = actors.AgentHandler
 	// Agent is the running agent a handler works for: its id, tenant and state.
 	Agent = actors.Agent
-	// AgentTypeOption configures RegisterAgentType (ForTenants, OnOwnGoroutine).
+	// AgentTypeOption configures RegisterAgentType (ForTenants, OnOwnGoroutine, NonBlocking).
 	AgentTypeOption = actors.AgentTypeOption
 	// AgentDirectory is a node's router's view: types, owners, workers, pending sends.
 	AgentDirectory = actors.AgentDirectory
@@ -115,6 +115,11 @@ func ForTenants(tenants ...string) AgentTypeOption { return actors.ForTenants(te
 // OnOwnGoroutine keeps an agent type's handler off its local callers' goroutines: a caller then
 // always gets its outcome at the deadline, even from a handler that ignores its context.
 func OnOwnGoroutine() AgentTypeOption { return actors.OnOwnGoroutine() }
+
+// NonBlocking declares that an agent type's handler never blocks (no I/O, no waiting): a message
+// from another node then runs on the receiving worker's goroutine when its agent is idle, one
+// goroutine hand-off less per message. A handler that blocks would stall the node's deliveries.
+func NonBlocking() AgentTypeOption { return actors.NonBlocking() }
 
 // AgentRef parses "TYPE/KEY" into an AgentID.
 func AgentRef(ref string) (*AgentID, error) { return agents.ParseAgentRef(ref) }

@@ -71,6 +71,17 @@ func OnOwnGoroutine() AgentTypeOption {
 	return func(s *agentTypeSpec) { s.ownGoroutine = true }
 }
 
+// NonBlocking declares that an agent type's handler never blocks: no I/O, no waiting for other
+// agents, locks or timers, so it answers in microseconds. A message delivered through the
+// node's worker (from another node, or a local send that activates its agent) then runs on the
+// worker's goroutine when its agent is idle, instead of waking the agent's: one goroutine
+// hand-off less per message. The agent still handles one message at a time, in order. A handler
+// that blocks stalls every delivery of the node meanwhile: do not use it for one. The built-in
+// types (echo, counter) are non-blocking. OnOwnGoroutine overrides it.
+func NonBlocking() AgentTypeOption {
+	return func(s *agentTypeSpec) { s.nonBlocking = true }
+}
+
 // agentTypeSpec is one registered agent type.
 type agentTypeSpec struct {
 	name    string
@@ -78,7 +89,12 @@ type agentTypeSpec struct {
 	tenants []string
 	// ownGoroutine: never run on a caller's goroutine (OnOwnGoroutine).
 	ownGoroutine bool
+	// nonBlocking: may run on the worker's goroutine (NonBlocking).
+	nonBlocking bool
 }
+
+// onWorker reports whether a delivery of the type may run on the worker's goroutine.
+func (s *agentTypeSpec) onWorker() bool { return s.nonBlocking && !s.ownGoroutine }
 
 // Agent is the running agent a handler works for: its id, its tenant and its state. It is owned
 // by the agent's actor; use it only inside the handler call.

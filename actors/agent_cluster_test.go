@@ -189,6 +189,25 @@ func TestAgentCluster_Send_perAgentOrderUnderConcurrentSenders(t *testing.T) {
 	}
 }
 
+// TestAgentCluster_Send_nonBlockingTypeRunsOnTheWorker: the built-in counter is non-blocking,
+// so the owner's worker runs a remote send to its idle agent on its own goroutine; the counts
+// stay in order, one per send.
+func TestAgentCluster_Send_nonBlockingTypeRunsOnTheWorker(t *testing.T) {
+	c := startPeerCluster(t, peerConfig{ID: "n1"}, peerConfig{ID: "n2", Types: []string{"counter"}})
+	const sends = 20
+	r := must(t, c.peers[0].call(peerRequest{Op: "sendmany", Type: "counter", Key: "k", Tenant: "acme", N: sends}))
+	for i, o := range r.Outcomes {
+		if want := fmt.Sprintf(`{"count":%d}`, i+1); o.Status != "delivered" || o.Response != want {
+			t.Fatalf("send %d: %+v, want delivered %s", i, o, want)
+		}
+	}
+	// The first send activates the agent (its start is queued ahead of it); each later one finds
+	// it idle: the sender waits for every answer before it sends again.
+	if got := must(t, c.peers[1].call(peerRequest{Op: "tally"})).WorkerInline; got < sends-1 {
+		t.Fatalf("the owner's worker ran %d of %d sends on its goroutine, want at least %d", got, sends, sends-1)
+	}
+}
+
 func TestAgentCluster_Publish_fanOutOncePerSubscriberOneBatchPerWorker(t *testing.T) {
 	c := startPeerCluster(t,
 		peerConfig{ID: "n1"},

@@ -82,16 +82,18 @@ type peerOutcome struct {
 
 // peerReply answers a peerRequest (same id).
 type peerReply struct {
-	ID         int                            `json:"id"`
-	Err        string                         `json:"err,omitempty"`
-	Outcome    *peerOutcome                   `json:"outcome,omitempty"`
-	Outcomes   []*peerOutcome                 `json:"outcomes,omitempty"`
-	Deliveries int                            `json:"deliveries,omitempty"`
-	IDs        []string                       `json:"ids,omitempty"`
-	Directory  *actors.AgentDirectory         `json:"directory,omitempty"`
-	Tally      int64                          `json:"tally,omitempty"`
-	Tally2     int64                          `json:"tally2,omitempty"`
-	Ready      *struct{ Member, Addr string } `json:"ready,omitempty"`
+	ID         int                    `json:"id"`
+	Err        string                 `json:"err,omitempty"`
+	Outcome    *peerOutcome           `json:"outcome,omitempty"`
+	Outcomes   []*peerOutcome         `json:"outcomes,omitempty"`
+	Deliveries int                    `json:"deliveries,omitempty"`
+	IDs        []string               `json:"ids,omitempty"`
+	Directory  *actors.AgentDirectory `json:"directory,omitempty"`
+	Tally      int64                  `json:"tally,omitempty"`
+	Tally2     int64                  `json:"tally2,omitempty"`
+	// WorkerInline is actors.AgentWorkerInline of the peer (op tally).
+	WorkerInline uint64                         `json:"worker_inline,omitempty"`
+	Ready        *struct{ Member, Addr string } `json:"ready,omitempty"`
 }
 
 // TestAgentPeerProcess is not a test: it is the entry point of a peer process.
@@ -287,7 +289,7 @@ func (p *peerNode) do(req peerRequest) peerReply {
 			r.Err = err.Error()
 		}
 	case "tally":
-		r.Tally, r.Tally2 = peerTally.Load(), peerTally2.Load()
+		r.Tally, r.Tally2, r.WorkerInline = peerTally.Load(), peerTally2.Load(), actors.AgentWorkerInline(p.node)
 	default:
 		r.Err = "unknown op " + req.Op
 	}

@@ -81,11 +81,12 @@ type agentRuntime struct {
 
 	accepting atomic.Bool  // new sends and publishes are taken
 	inflight  atomic.Int64 // facade calls in progress
-	// inlineRuns counts the local sends handled on their caller's goroutine (postInline).
-	inlineRuns atomic.Uint64
-	stopped    chan struct{}
-	stopOnce   sync.Once
-	stopTicks  []func()
+	// inlineRuns counts the local sends handled on their caller's goroutine (postInline), and
+	// workerInline the deliveries of non-blocking types handled on the worker's.
+	inlineRuns, workerInline atomic.Uint64
+	stopped                  chan struct{}
+	stopOnce                 sync.Once
+	stopTicks                []func()
 }
 
 // agentCatalog is one immutable version of the worker's catalog.
@@ -120,7 +121,7 @@ func (n *Node) startAgents(ctx context.Context) error {
 		if !ok {
 			return fmt.Errorf("%w: %q (want %s or %s)", ErrUnknownBuiltinAgent, name, AgentEcho, AgentCounter)
 		}
-		cat.types[name] = &agentTypeSpec{name: name, handler: h}
+		cat.types[name] = &agentTypeSpec{name: name, handler: h, nonBlocking: true}
 	}
 	rt.setCatalogLocked(cat)
 	rt.table.Store(agents.NewDirectory(rt.cfg, agents.Member{ID: rt.selfID, NodeID: rt.nodeID}).Table())

@@ -228,6 +228,12 @@ func (w *agentWorker) deliver(c actor.Context, d *agentDeliver) {
 	}
 	ch.forwarded++
 	ch.gen = w.gen
+	if d.spec.onWorker() {
+		if ch.slot.mailbox.postInline(d) { // here when the agent is idle; else queued, as below
+			w.rt.workerInline.Add(1)
+		}
+		return
+	}
 	ch.slot.mailbox.PostUserMessage(d) // what c.Send(ch.pid, d) does, without the PID's lookup
 }
 

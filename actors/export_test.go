@@ -14,3 +14,7 @@ func AgentCallsInFlight(n *Node) int64 { return n.agents.inflight.Load() }
 
 // AgentInlineRuns returns how many local sends of n ran their handler on the caller's goroutine.
 func AgentInlineRuns(n *Node) uint64 { return n.agents.inlineRuns.Load() }
+
+// AgentWorkerInline returns how many deliveries of non-blocking types n's worker ran on its own
+// goroutine.
+func AgentWorkerInline(n *Node) uint64 { return n.agents.workerInline.Load() }
