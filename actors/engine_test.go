@@ -227,9 +227,12 @@ func TestExecution_staleEpochStopsExecution(t *testing.T) {
 				r, err := n.GetRun(ctx, run.SharedRunId)
 				require.NoError(t, err)
 				execID = r.ExecutionId
-				_, entries := ledgerKinds(t, n, run.SharedRunId)
-				return len(succeededPerStep(entries)) >= 2
-			}, "two steps committed")
+				kinds, entries := ledgerKinds(t, n, run.SharedRunId)
+				done := len(succeededPerStep(entries))
+				// A step in flight with its start written: the fence then meets its success
+				// commit (and the usage it carries), not the start record's.
+				return done >= 2 && kinds[messages.KindStepStarted] == done+1
+			}, "two steps committed and the next one running")
 			x, _, err := n.Store().GetExecution(ctx, execID)
 			require.NoError(t, err)
 			// Another owner takes the execution over: our epoch is now stale.

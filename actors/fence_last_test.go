@@ -41,6 +41,13 @@ func TestExecution_fencedAtTheLastStepFinishesNothing(t *testing.T) {
 			case <-ctx.Done():
 				t.Fatal("the last step did not start")
 			}
+			// The fence must come after s02's "running" record is written (it waits up to the
+			// committer's start hold): fenced before it, the activation would stop at that
+			// record's refusal and never send the success and finish this test is about.
+			testkit.Eventually(t, 10*time.Second, time.Millisecond, func() bool {
+				kinds, _ := ledgerKinds(t, n, run.SharedRunId)
+				return kinds[messages.KindStepStarted] == 2
+			}, "s02's start recorded")
 			r, err := n.GetRun(ctx, run.SharedRunId)
 			require.NoError(t, err)
 			_, err = n.Store().AcquireExecution(ctx, r.ExecutionId, "someone-else", "elsewhere")
