@@ -48,6 +48,13 @@ func TestExecution_fencedAtTheLastStepFinishesNothing(t *testing.T) {
 				kinds, _ := ledgerKinds(t, n, run.SharedRunId)
 				return kinds[messages.KindStepStarted] == 2
 			}, "s02's start recorded")
+			// The instance's published load shows the run (it is published after the dispatch,
+			// and may land later): the wait for it to drop to 0 below then means the fenced
+			// activation stopped, not that the publication was not in yet.
+			testkit.Eventually(t, 10*time.Second, time.Millisecond, func() bool {
+				d, err := n.Store().GetInstance(ctx, "runtime-instance-1")
+				return err == nil && d.RunningRunCount == 1
+			}, "the run shown running on its instance")
 			r, err := n.GetRun(ctx, run.SharedRunId)
 			require.NoError(t, err)
 			_, err = n.Store().AcquireExecution(ctx, r.ExecutionId, "someone-else", "elsewhere")
