@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -163,16 +164,23 @@ func streamIDs(ctx context.Context, c *http.Client, base, runID string, onFirst 
 	return readEvents(resp.Body, onFirst)
 }
 
+// sseBufs holds the line buffers of readEvents: a client that follows many streams reuses
+// its read buffers.
+var sseBufs = sync.Pool{New: func() any { b := make([]byte, 4096); return &b }}
+
 // readEvents reads an event stream to its end and returns the event ids and the last kind.
 // onFirst, if set, is called after the first event.
 func readEvents(body io.Reader, onFirst func()) (idsSeen []int64, kind string, err error) {
+	buf := sseBufs.Get().(*[]byte)
+	defer sseBufs.Put(buf)
 	sc := bufio.NewScanner(body)
+	sc.Buffer(*buf, bufio.MaxScanTokenSize)
 	for sc.Scan() {
 		line := sc.Bytes()
 		switch {
 		case bytes.HasPrefix(line, []byte("id: ")):
-			var id int64
-			if _, err := fmt.Sscan(string(line[4:]), &id); err != nil {
+			id, err := strconv.ParseInt(string(line[4:]), 10, 64)
+			if err != nil {
 				return idsSeen, kind, fmt.Errorf("bad id line %q: %w", line, err)
 			}
 			idsSeen = append(idsSeen, id)

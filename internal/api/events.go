@@ -100,7 +100,13 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, runID string, af
 			}
 		}
 		if terminal {
-			flush()
+			// The server sends what is buffered with the end of the answer (on HTTP/2 in the
+			// DATA frame that ends the stream, on HTTP/1.1 in the write of the last chunk): a
+			// flush here would cost a frame and a write more. A stream that ends on its first
+			// pass flushes, so that its headers stay those of a stream (no Content-Length).
+			if first {
+				flush()
+			}
 			return
 		}
 		// What was written goes out before the stream waits, in one flush (the first one with
@@ -159,6 +165,9 @@ func (s *server) nextEntries(ctx context.Context, tail *actors.Tail, runID strin
 // exactly the ones that follow after (after+1, after+2, ...): not ok means a gap only the store
 // can fill. An entry without a Seq is a gap.
 func following(got []*messages.LedgerEntry, after int64) (next []*messages.LedgerEntry, ok bool) {
+	if inOrderAfter(got, after) { // the common case: the hub handed over just what follows
+		return got, true
+	}
 	for _, e := range got {
 		if e.GetSeq() > after || e.GetSeq() == 0 {
 			next = append(next, e)
@@ -171,6 +180,16 @@ func following(got []*messages.LedgerEntry, after int64) (next []*messages.Ledge
 		}
 	}
 	return next, true
+}
+
+// inOrderAfter reports whether got is exactly the entries after+1, after+2, ... in order.
+func inOrderAfter(got []*messages.LedgerEntry, after int64) bool {
+	for i, e := range got {
+		if e.GetSeq() != after+int64(i)+1 {
+			return false
+		}
+	}
+	return true
 }
 
 // openStream starts an SSE answer on w (headers, the retry field) and returns its flush
