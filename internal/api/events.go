@@ -67,7 +67,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, runID string, af
 	ctx := r.Context()
 	tail, cancel := s.node.Hub().SubscribeTail(runID)
 	defer cancel()
-	flush, ok := s.openStream(w)
+	flush, ok := s.openStream(w, r)
 	if !ok {
 		return
 	}
@@ -192,13 +192,17 @@ func inOrderAfter(got []*messages.LedgerEntry, after int64) bool {
 	return true
 }
 
-// openStream starts an SSE answer on w (headers, the retry field) and returns its flush
+// openStream starts an SSE answer to r on w (headers, the retry field) and returns its flush
 // function; ok is false when the client is gone already. Nothing is flushed yet: the stream
-// sends the headers with its first entries, or when it first waits.
-func (s *server) openStream(w http.ResponseWriter) (flush func() bool, ok bool) {
+// sends the headers with its first entries, or when it first waits. A stream outlives the
+// server's WriteTimeout: openStream clears the answer's write deadline unless the server has
+// none (as dair's own: clearing costs a round trip to the connection's goroutine on HTTP/2).
+func (s *server) openStream(w http.ResponseWriter, r *http.Request) (flush func() bool, ok bool) {
 	rc := http.NewResponseController(w)
-	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		s.log.Debug("api: clear write deadline", zap.Error(err))
+	if hs, known := r.Context().Value(http.ServerContextKey).(*http.Server); !known || hs.WriteTimeout > 0 {
+		if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			s.log.Debug("api: clear write deadline", zap.Error(err))
+		}
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
