@@ -69,7 +69,7 @@ func appendRawJSON(dst []byte, data []byte) []byte {
 	if !json.Valid(data) {
 		return appendJSONString(dst, string(data))
 	}
-	if bytes.IndexAny(data, " \t\r\n<>&\u2028\u2029") < 0 { // compact and HTML-safe already
+	if !needsRewrite(data) { // compact and HTML-safe already
 		return append(dst, data...)
 	}
 	var buf bytes.Buffer
@@ -84,6 +84,21 @@ func appendRawJSON(dst []byte, data []byte) []byte {
 		dst = append(dst[:start], buf.Bytes()...)
 	}
 	return dst
+}
+
+// rewriteBytes marks the bytes that may make encoding/json change valid JSON: whitespace it
+// compacts, <, > and & it escapes, and 0xE2, the first byte of U+2028 and U+2029.
+var rewriteBytes = [256]bool{' ': true, '\t': true, '\r': true, '\n': true, '<': true, '>': true, '&': true, 0xE2: true}
+
+// needsRewrite reports whether valid JSON data may differ from what encoding/json writes of it
+// (a byte loop: bytes.IndexAny with non-ASCII characters decodes every rune).
+func needsRewrite(data []byte) bool {
+	for _, c := range data {
+		if rewriteBytes[c] {
+			return true
+		}
+	}
+	return false
 }
 
 const hexDigits = "0123456789abcdef"
