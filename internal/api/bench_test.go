@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -169,29 +168,47 @@ func streamIDs(ctx context.Context, c *http.Client, base, runID string, onFirst 
 var sseBufs = sync.Pool{New: func() any { b := make([]byte, 4096); return &b }}
 
 // readEvents reads an event stream to its end and returns the event ids and the last kind.
-// onFirst, if set, is called after the first event.
+// onFirst, if set, is called after the first event. It parses as a client following many
+// streams would: in reused buffers, without a string per line.
 func readEvents(body io.Reader, onFirst func()) (idsSeen []int64, kind string, err error) {
 	buf := sseBufs.Get().(*[]byte)
 	defer sseBufs.Put(buf)
 	sc := bufio.NewScanner(body)
 	sc.Buffer(*buf, bufio.MaxScanTokenSize)
+	var kindBuf [64]byte
+	last := kindBuf[:0]
 	for sc.Scan() {
 		line := sc.Bytes()
 		switch {
 		case bytes.HasPrefix(line, []byte("id: ")):
-			id, err := strconv.ParseInt(string(line[4:]), 10, 64)
-			if err != nil {
-				return idsSeen, kind, fmt.Errorf("bad id line %q: %w", line, err)
+			id, ok := parseEventID(line[4:])
+			if !ok {
+				return idsSeen, string(last), fmt.Errorf("bad id line %q", line)
 			}
 			idsSeen = append(idsSeen, id)
 			if len(idsSeen) == 1 && onFirst != nil {
 				onFirst()
 			}
 		case bytes.HasPrefix(line, []byte("event: ")):
-			kind = string(line[7:])
+			last = append(last[:0], line[7:]...)
 		}
 	}
-	return idsSeen, kind, sc.Err()
+	return idsSeen, string(last), sc.Err()
+}
+
+// parseEventID parses the decimal event id b.
+func parseEventID(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
 }
 
 // benchInvoke posts a run of pipeline for tenant "bench" to the invoke endpoint and reads the
