@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -57,6 +58,19 @@ func (s *server) runEvents(w http.ResponseWriter, r *http.Request) {
 	s.stream(w, r, run.SharedRunId, after)
 }
 
+// eventBufs holds the buffers streams encode their events in (*[]byte): a stream writes a few
+// KiB over its life, in batches the server copies (a buffer is reused once written).
+var eventBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// maxPooledEventBuf is the largest buffer a stream hands back to eventBufs.
+const maxPooledEventBuf = 64 << 10
+
+func putEventBuf(bp *[]byte) {
+	if cap(*bp) <= maxPooledEventBuf {
+		eventBufs.Put(bp)
+	}
+}
+
 // stream writes the run's ledger entries with Seq > after as Server-Sent Events until the
 // terminal entry or until the client goes away. runID must be a shared run id (the ledger is
 // read straight from the store, without resolving execution ids). After its first read, it
@@ -75,10 +89,9 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, runID string, af
 	defer poll.Stop()
 	heartbeat := time.NewTicker(s.cfg.SSEHeartbeat)
 	defer heartbeat.Stop()
-	var (
-		finalSince time.Time
-		buf        []byte
-	)
+	var finalSince time.Time
+	bp := eventBufs.Get().(*[]byte)
+	defer putEventBuf(bp)
 	read, first := true, true
 	for {
 		var entries []*messages.LedgerEntry
@@ -86,7 +99,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, runID string, af
 			return
 		}
 		terminal := false
-		buf = buf[:0]
+		buf := (*bp)[:0]
 		for _, e := range entries {
 			buf = appendEvent(buf, e)
 			after = e.Seq
@@ -94,6 +107,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, runID string, af
 				break
 			}
 		}
+		*bp = buf // grown, for the next pass and the pool
 		if len(buf) > 0 {
 			if _, err := w.Write(buf); err != nil {
 				return
