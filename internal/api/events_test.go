@@ -168,7 +168,9 @@ func TestServer_Events_outliveWriteTimeout(t *testing.T) {
 	for _, h2c := range []bool{false, true} {
 		t.Run(map[bool]string{false: "h1", true: "h2c"}[h2c], func(t *testing.T) {
 			srv := httptest.NewUnstartedServer(api.New(api.Config{Node: n, SSEPoll: 50 * time.Millisecond}))
-			srv.Config.Protocols = server.Protocols()
+			if err := server.ConfigureHTTP(srv.Config); err != nil {
+				t.Fatal(err)
+			}
 			srv.Config.WriteTimeout = 100 * time.Millisecond // a third of the run
 			srv.Start()
 			t.Cleanup(srv.Close)
