@@ -9,7 +9,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -95,7 +97,9 @@ func benchAPI(b *testing.B, backend testkit.Backend, r *testkit.Redis, slots int
 		b.Fatal(err)
 	}
 	srv := httptest.NewUnstartedServer(api.New(api.Config{Node: n}))
-	srv.Config.Protocols = server.Protocols() // what dair serves: HTTP/1.1 and h2c
+	if err := server.ConfigureHTTP(srv.Config); err != nil { // what dair serves: HTTP/1.1 and h2c
+		b.Fatal(err)
+	}
 	var protos http.Protocols
 	protos.SetHTTP1(!h2c)
 	protos.SetUnencryptedHTTP2(h2c)
@@ -260,7 +264,7 @@ func benchHTTPRuns(b *testing.B, backend testkit.Backend, r *testkit.Redis, invo
 	)
 	sem := make(chan struct{}, 512)
 	b.ResetTimer()
-	cpu0 := processCPU(b)
+	cpu0 := markCPU(b)
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
 		sem <- struct{}{}
@@ -335,19 +339,44 @@ func BenchmarkRunLatency(b *testing.B) {
 	}
 }
 
-// processCPU returns the CPU time (user + system) the process used so far: the server and the
-// benchmark's client, not Redis.
-func processCPU(b *testing.B) time.Duration {
+// cpuMark is the process's CPU time and read and write system calls so far.
+type cpuMark struct {
+	cpu           time.Duration
+	reads, writes int64
+}
+
+// markCPU returns the process's CPU time (user + system: the server and the benchmark's
+// client, not Redis) and, where /proc/self/io exists, its read and write system calls.
+func markCPU(b *testing.B) cpuMark {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		b.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	m := cpuMark{cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), reads: -1, writes: -1}
+	if io, err := os.ReadFile("/proc/self/io"); err == nil {
+		for _, line := range strings.Split(string(io), "\n") {
+			k, v, _ := strings.Cut(line, ": ")
+			n, err := strconv.ParseInt(v, 10, 64)
+			switch {
+			case err != nil:
+			case k == "syscr":
+				m.reads = n
+			case k == "syscw":
+				m.writes = n
+			}
+		}
+	}
+	return m
 }
 
-// logCPU logs the process CPU time per run since cpu0: on a shared machine it judges a change
-// better than the wall-clock rate.
-func logCPU(b *testing.B, cpu0 time.Duration, runs int, elapsed time.Duration) {
-	per := (processCPU(b) - cpu0) / time.Duration(max(runs, 1))
-	b.Logf("%d runs in %v: %v CPU per run", runs, elapsed, per)
+// logCPU logs the process CPU time and system calls per run since m0: on a shared machine they
+// judge a change better than the wall-clock rate.
+func logCPU(b *testing.B, m0 cpuMark, runs int, elapsed time.Duration) {
+	m, n := markCPU(b), int64(max(runs, 1))
+	if m0.reads < 0 || m.reads < 0 {
+		b.Logf("%d runs in %v: %v CPU per run", runs, elapsed, (m.cpu-m0.cpu)/time.Duration(n))
+		return
+	}
+	b.Logf("%d runs in %v: %v CPU per run, %.1f reads and %.1f writes per run", runs, elapsed, (m.cpu-m0.cpu)/time.Duration(n),
+		float64(m.reads-m0.reads)/float64(n), float64(m.writes-m0.writes)/float64(n))
 }
