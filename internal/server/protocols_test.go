@@ -5,10 +5,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,11 +18,12 @@ import (
 )
 
 // TestConfigureHTTP_manyStreams: a server set up by ConfigureHTTP carries more open streams
-// than one HTTP/2 connection admits (250) over h2c, each answered in full in its own order,
-// answers HTTP/1.1 on the same port, and shuts down gracefully.
+// than net/http's default limit per HTTP/2 connection (250) on one h2c connection, each
+// answered in full, answers HTTP/1.1 on the same port, and shuts down gracefully.
 func TestConfigureHTTP_manyStreams(t *testing.T) {
 	const streams = 300
 	release := make(chan struct{})
+	var conns atomic.Int64
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.URL.Query().Get("id")
 		if _, err := fmt.Fprintf(w, "first %s\n", id); err != nil {
@@ -37,6 +40,11 @@ func TestConfigureHTTP_manyStreams(t *testing.T) {
 		_, _ = fmt.Fprintf(w, "last %s\n", id) // a failed write shows as a short body below
 	}))
 	require.NoError(t, ConfigureHTTP(srv.Config))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}
 	srv.Start()
 	t.Cleanup(srv.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -51,6 +59,9 @@ func TestConfigureHTTP_manyStreams(t *testing.T) {
 		return &http.Client{Transport: tr}
 	}
 	h2 := client(true)
+	warm, err := h2.Get(srv.URL + "/?id=warm") // the client learns the server's settings
+	require.NoError(t, err)
+	require.NoError(t, warm.Body.Close())
 	var (
 		firsts sync.WaitGroup
 		wg     sync.WaitGroup
@@ -102,6 +113,7 @@ func TestConfigureHTTP_manyStreams(t *testing.T) {
 	close(release)
 	wg.Wait()
 	require.Empty(t, errs)
+	require.Equal(t, int64(1), conns.Load(), "h2c connections")
 
 	resp, err := client(false).Get(srv.URL + "/?id=h1")
 	require.NoError(t, err)
