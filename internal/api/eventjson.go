@@ -101,12 +101,35 @@ func needsRewrite(data []byte) bool {
 	return false
 }
 
+// plainBytes marks the bytes encoding/json writes as they are in a string: printable ASCII
+// except ", \\ and the HTML characters <, > and &.
+var plainBytes = func() (t [256]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+	}
+	return t
+}()
+
+// plainJSON reports whether encoding/json writes s unchanged between its quotes.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !plainBytes[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
 const hexDigits = "0123456789abcdef"
 
 // appendJSONString appends s as encoding/json encodes a string (HTML-safe: <, > and & as
 // \u003c, \u003e, \u0026; U+2028 and U+2029 escaped; invalid UTF-8 as U+FFFD).
 func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
+	if plainJSON(s) { // ids, kinds, most reasons: nothing to escape
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
 	start := 0
 	for i := 0; i < len(s); {
 		if b := s[i]; b < utf8.RuneSelf {
