@@ -107,7 +107,21 @@ func benchAPI(b *testing.B, backend testkit.Backend, r *testkit.Redis, slots int
 	b.Cleanup(srv.Close)
 	tr := &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, IdleConnTimeout: time.Minute, Protocols: &protos}
 	b.Cleanup(tr.CloseIdleConnections)
-	return srv, &http.Client{Transport: tr}
+	c := &http.Client{Transport: tr}
+	// The client's connection is open before the benchmark starts, as the one of a client
+	// that keeps calling the API: on a cold h2c transport the first requests, all at once,
+	// would each dial a connection of their own.
+	resp, err := c.Get(srv.URL + "/healthz")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		b.Fatal(err)
+	}
+	if err := resp.Body.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return srv, c
 }
 
 // benchPost posts a run of pipeline for tenant "bench" to url; the caller closes the body.
@@ -181,6 +195,7 @@ func readEvents(body io.Reader, onFirst func()) (idsSeen []int64, kind string, e
 	sc.Buffer(*buf, bufio.MaxScanTokenSize)
 	var kindBuf [64]byte
 	last := kindBuf[:0]
+	idsSeen = make([]int64, 0, 16) // a run's events
 	for sc.Scan() {
 		line := sc.Bytes()
 		switch {
