@@ -85,10 +85,8 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, runID string, af
 	if !ok {
 		return
 	}
-	poll := time.NewTicker(s.cfg.SSEPoll)
-	defer poll.Stop()
-	heartbeat := time.NewTicker(s.cfg.SSEHeartbeat)
-	defer heartbeat.Stop()
+	timer := newStreamTimer(s.cfg.SSEPoll, s.cfg.SSEHeartbeat)
+	defer timer.stop()
 	var finalSince time.Time
 	bp := eventBufs.Get().(*[]byte)
 	defer putEventBuf(bp)
@@ -144,16 +142,55 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, runID string, af
 			return
 		case <-tail.C:
 			read = false
-		case <-poll.C:
-			read = true
-		case <-heartbeat.C:
-			read = false
-			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil || !flush() {
-				return
+		case <-timer.C():
+			poll, beat := timer.due()
+			read = poll
+			if beat {
+				if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil || !flush() {
+					return
+				}
 			}
 		}
 	}
 }
+
+// streamTimer is one timer for a stream's two periodic duties: reading the store every poll
+// and a heartbeat comment every beat. A stream waits on it, its context and its tail: a
+// select's cost grows with its channels, and a stream selects once per batch of events.
+// It is not goroutine-safe (its stream's own).
+type streamTimer struct {
+	t                  *time.Timer
+	poll, beat         time.Duration
+	nextPoll, nextBeat time.Time
+}
+
+func newStreamTimer(poll, beat time.Duration) *streamTimer {
+	now := time.Now()
+	return &streamTimer{t: time.NewTimer(min(poll, beat)), poll: poll, beat: beat, nextPoll: now.Add(poll), nextBeat: now.Add(beat)}
+}
+
+// C receives when a duty may be due; due then says which.
+func (st *streamTimer) C() <-chan time.Time { return st.t.C }
+
+// due reports which duties are due, each then due again a period later, and sets the timer
+// for the next one.
+func (st *streamTimer) due() (poll, beat bool) {
+	now := time.Now()
+	if !now.Before(st.nextPoll) {
+		poll, st.nextPoll = true, now.Add(st.poll)
+	}
+	if !now.Before(st.nextBeat) {
+		beat, st.nextBeat = true, now.Add(st.beat)
+	}
+	next := st.nextPoll
+	if st.nextBeat.Before(next) {
+		next = st.nextBeat
+	}
+	st.t.Reset(next.Sub(now))
+	return poll, beat
+}
+
+func (st *streamTimer) stop() { st.t.Stop() }
 
 // nextEntries returns the entries after `after` a stream writes next: those tail handed over,
 // unless asked to read (read) or they do not follow on from after, in which case it reads the
