@@ -170,9 +170,12 @@ func BenchmarkRuns3Step(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ResetTimer()
+		cpu0 := processCPU(b)
 		start := time.Now()
 		runAll(b, n, "three-noop", b.N, 512)
-		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
+		el := time.Since(start)
+		b.Logf("%d runs in %v: %v CPU per run", b.N, el, (processCPU(b)-cpu0)/time.Duration(max(b.N, 1)))
+		b.ReportMetric(float64(b.N)/el.Seconds(), "runs/s")
 	})
 }
 

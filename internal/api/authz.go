@@ -9,13 +9,16 @@ import (
 	"github.com/dairuntime/dair/messages"
 )
 
+// anonymous is the caller of every request when auth is none: an admin without a tenant. It is
+// shared by all requests and never modified (handlers only read claims).
+var anonymous = &auth.Claims{Subject: "anonymous", Roles: []string{auth.RoleAdmin}}
+
 // authenticate verifies the bearer token (when auth is on) and stores the caller's claims in
 // the request context. With auth none the caller is an admin without a tenant of its own.
 func (s *server) authenticate(next http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.Auth == nil {
-			c := &auth.Claims{Subject: "anonymous", Roles: []string{auth.RoleAdmin}}
-			next(w, r.WithContext(auth.NewContext(r.Context(), c)))
+			next(w, r.WithContext(auth.NewContext(r.Context(), anonymous)))
 			return
 		}
 		h := r.Header.Get("Authorization")

@@ -9,10 +9,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -94,7 +97,9 @@ func benchAPI(b *testing.B, backend testkit.Backend, r *testkit.Redis, slots int
 		b.Fatal(err)
 	}
 	srv := httptest.NewUnstartedServer(api.New(api.Config{Node: n}))
-	srv.Config.Protocols = server.Protocols() // what dair serves: HTTP/1.1 and h2c
+	if err := server.ConfigureHTTP(srv.Config); err != nil { // what dair serves: HTTP/1.1 and h2c
+		b.Fatal(err)
+	}
 	var protos http.Protocols
 	protos.SetHTTP1(!h2c)
 	protos.SetUnencryptedHTTP2(h2c)
@@ -102,7 +107,21 @@ func benchAPI(b *testing.B, backend testkit.Backend, r *testkit.Redis, slots int
 	b.Cleanup(srv.Close)
 	tr := &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, IdleConnTimeout: time.Minute, Protocols: &protos}
 	b.Cleanup(tr.CloseIdleConnections)
-	return srv, &http.Client{Transport: tr}
+	c := &http.Client{Transport: tr}
+	// The client's connection is open before the benchmark starts, as the one of a client
+	// that keeps calling the API: on a cold h2c transport the first requests, all at once,
+	// would each dial a connection of their own.
+	resp, err := c.Get(srv.URL + "/healthz")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		b.Fatal(err)
+	}
+	if err := resp.Body.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return srv, c
 }
 
 // benchPost posts a run of pipeline for tenant "bench" to url; the caller closes the body.
@@ -162,27 +181,53 @@ func streamIDs(ctx context.Context, c *http.Client, base, runID string, onFirst 
 	return readEvents(resp.Body, onFirst)
 }
 
+// sseBufs holds the line buffers of readEvents: a client that follows many streams reuses
+// its read buffers.
+var sseBufs = sync.Pool{New: func() any { b := make([]byte, 4096); return &b }}
+
 // readEvents reads an event stream to its end and returns the event ids and the last kind.
-// onFirst, if set, is called after the first event.
+// onFirst, if set, is called after the first event. It parses as a client following many
+// streams would: in reused buffers, without a string per line.
 func readEvents(body io.Reader, onFirst func()) (idsSeen []int64, kind string, err error) {
+	buf := sseBufs.Get().(*[]byte)
+	defer sseBufs.Put(buf)
 	sc := bufio.NewScanner(body)
+	sc.Buffer(*buf, bufio.MaxScanTokenSize)
+	var kindBuf [64]byte
+	last := kindBuf[:0]
+	idsSeen = make([]int64, 0, 16) // a run's events
 	for sc.Scan() {
 		line := sc.Bytes()
 		switch {
 		case bytes.HasPrefix(line, []byte("id: ")):
-			var id int64
-			if _, err := fmt.Sscan(string(line[4:]), &id); err != nil {
-				return idsSeen, kind, fmt.Errorf("bad id line %q: %w", line, err)
+			id, ok := parseEventID(line[4:])
+			if !ok {
+				return idsSeen, string(last), fmt.Errorf("bad id line %q", line)
 			}
 			idsSeen = append(idsSeen, id)
 			if len(idsSeen) == 1 && onFirst != nil {
 				onFirst()
 			}
 		case bytes.HasPrefix(line, []byte("event: ")):
-			kind = string(line[7:])
+			last = append(last[:0], line[7:]...)
 		}
 	}
-	return idsSeen, kind, sc.Err()
+	return idsSeen, string(last), sc.Err()
+}
+
+// parseEventID parses the decimal event id b.
+func parseEventID(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
 }
 
 // benchInvoke posts a run of pipeline for tenant "bench" to the invoke endpoint and reads the
@@ -234,6 +279,7 @@ func benchHTTPRuns(b *testing.B, backend testkit.Backend, r *testkit.Redis, invo
 	)
 	sem := make(chan struct{}, 512)
 	b.ResetTimer()
+	cpu0 := markCPU(b)
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
 		sem <- struct{}{}
@@ -266,6 +312,7 @@ func benchHTTPRuns(b *testing.B, backend testkit.Backend, r *testkit.Redis, invo
 	wg.Wait()
 	el := time.Since(start)
 	b.StopTimer()
+	logCPU(b, cpu0, b.N, el)
 	if f := failed.Load(); f > 0 {
 		b.Fatalf("%d runs did not succeed", f)
 	}
@@ -305,4 +352,46 @@ func BenchmarkRunLatency(b *testing.B) {
 			testkit.ReportLatency(b, lat)
 		})
 	}
+}
+
+// cpuMark is the process's CPU time and read and write system calls so far.
+type cpuMark struct {
+	cpu           time.Duration
+	reads, writes int64
+}
+
+// markCPU returns the process's CPU time (user + system: the server and the benchmark's
+// client, not Redis) and, where /proc/self/io exists, its read and write system calls.
+func markCPU(b *testing.B) cpuMark {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	m := cpuMark{cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), reads: -1, writes: -1}
+	if io, err := os.ReadFile("/proc/self/io"); err == nil {
+		for _, line := range strings.Split(string(io), "\n") {
+			k, v, _ := strings.Cut(line, ": ")
+			n, err := strconv.ParseInt(v, 10, 64)
+			switch {
+			case err != nil:
+			case k == "syscr":
+				m.reads = n
+			case k == "syscw":
+				m.writes = n
+			}
+		}
+	}
+	return m
+}
+
+// logCPU logs the process CPU time and system calls per run since m0: on a shared machine they
+// judge a change better than the wall-clock rate.
+func logCPU(b *testing.B, m0 cpuMark, runs int, elapsed time.Duration) {
+	m, n := markCPU(b), int64(max(runs, 1))
+	if m0.reads < 0 || m.reads < 0 {
+		b.Logf("%d runs in %v: %v CPU per run", runs, elapsed, (m.cpu-m0.cpu)/time.Duration(n))
+		return
+	}
+	b.Logf("%d runs in %v: %v CPU per run, %.1f reads and %.1f writes per run", runs, elapsed, (m.cpu-m0.cpu)/time.Duration(n),
+		float64(m.reads-m0.reads)/float64(n), float64(m.writes-m0.writes)/float64(n))
 }

@@ -69,7 +69,7 @@ func appendRawJSON(dst []byte, data []byte) []byte {
 	if !json.Valid(data) {
 		return appendJSONString(dst, string(data))
 	}
-	if bytes.IndexAny(data, " \t\r\n<>&\u2028\u2029") < 0 { // compact and HTML-safe already
+	if !needsRewrite(data) { // compact and HTML-safe already
 		return append(dst, data...)
 	}
 	var buf bytes.Buffer
@@ -86,12 +86,50 @@ func appendRawJSON(dst []byte, data []byte) []byte {
 	return dst
 }
 
+// rewriteBytes marks the bytes that may make encoding/json change valid JSON: whitespace it
+// compacts, <, > and & it escapes, and 0xE2, the first byte of U+2028 and U+2029.
+var rewriteBytes = [256]bool{' ': true, '\t': true, '\r': true, '\n': true, '<': true, '>': true, '&': true, 0xE2: true}
+
+// needsRewrite reports whether valid JSON data may differ from what encoding/json writes of it
+// (a byte loop: bytes.IndexAny with non-ASCII characters decodes every rune).
+func needsRewrite(data []byte) bool {
+	for _, c := range data {
+		if rewriteBytes[c] {
+			return true
+		}
+	}
+	return false
+}
+
+// plainBytes marks the bytes encoding/json writes as they are in a string: printable ASCII
+// except ", \\ and the HTML characters <, > and &.
+var plainBytes = func() (t [256]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+	}
+	return t
+}()
+
+// plainJSON reports whether encoding/json writes s unchanged between its quotes.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !plainBytes[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
 const hexDigits = "0123456789abcdef"
 
 // appendJSONString appends s as encoding/json encodes a string (HTML-safe: <, > and & as
 // \u003c, \u003e, \u0026; U+2028 and U+2029 escaped; invalid UTF-8 as U+FFFD).
 func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
+	if plainJSON(s) { // ids, kinds, most reasons: nothing to escape
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
 	start := 0
 	for i := 0; i < len(s); {
 		if b := s[i]; b < utf8.RuneSelf {

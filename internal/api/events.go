@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -57,6 +58,19 @@ func (s *server) runEvents(w http.ResponseWriter, r *http.Request) {
 	s.stream(w, r, run.SharedRunId, after)
 }
 
+// eventBufs holds the buffers streams encode their events in (*[]byte): a stream writes a few
+// KiB over its life, in batches the server copies (a buffer is reused once written).
+var eventBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// maxPooledEventBuf is the largest buffer a stream hands back to eventBufs.
+const maxPooledEventBuf = 64 << 10
+
+func putEventBuf(bp *[]byte) {
+	if cap(*bp) <= maxPooledEventBuf {
+		eventBufs.Put(bp)
+	}
+}
+
 // stream writes the run's ledger entries with Seq > after as Server-Sent Events until the
 // terminal entry or until the client goes away. runID must be a shared run id (the ledger is
 // read straight from the store, without resolving execution ids). After its first read, it
@@ -67,18 +81,15 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, runID string, af
 	ctx := r.Context()
 	tail, cancel := s.node.Hub().SubscribeTail(runID)
 	defer cancel()
-	flush, ok := s.openStream(w)
+	flush, ok := s.openStream(w, r)
 	if !ok {
 		return
 	}
-	poll := time.NewTicker(s.cfg.SSEPoll)
-	defer poll.Stop()
-	heartbeat := time.NewTicker(s.cfg.SSEHeartbeat)
-	defer heartbeat.Stop()
-	var (
-		finalSince time.Time
-		buf        []byte
-	)
+	timer := newStreamTimer(s.cfg.SSEPoll, s.cfg.SSEHeartbeat)
+	defer timer.stop()
+	var finalSince time.Time
+	bp := eventBufs.Get().(*[]byte)
+	defer putEventBuf(bp)
 	read, first := true, true
 	for {
 		var entries []*messages.LedgerEntry
@@ -86,7 +97,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, runID string, af
 			return
 		}
 		terminal := false
-		buf = buf[:0]
+		buf := (*bp)[:0]
 		for _, e := range entries {
 			buf = appendEvent(buf, e)
 			after = e.Seq
@@ -94,13 +105,20 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, runID string, af
 				break
 			}
 		}
+		*bp = buf // grown, for the next pass and the pool
 		if len(buf) > 0 {
 			if _, err := w.Write(buf); err != nil {
 				return
 			}
 		}
 		if terminal {
-			flush()
+			// The server sends what is buffered with the end of the answer (on HTTP/2 in the
+			// DATA frame that ends the stream, on HTTP/1.1 in the write of the last chunk): a
+			// flush here would cost a frame and a write more. A stream that ends on its first
+			// pass flushes, so that its headers stay those of a stream (no Content-Length).
+			if first {
+				flush()
+			}
 			return
 		}
 		// What was written goes out before the stream waits, in one flush (the first one with
@@ -124,16 +142,55 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, runID string, af
 			return
 		case <-tail.C:
 			read = false
-		case <-poll.C:
-			read = true
-		case <-heartbeat.C:
-			read = false
-			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil || !flush() {
-				return
+		case <-timer.C():
+			poll, beat := timer.due()
+			read = poll
+			if beat {
+				if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil || !flush() {
+					return
+				}
 			}
 		}
 	}
 }
+
+// streamTimer is one timer for a stream's two periodic duties: reading the store every poll
+// and a heartbeat comment every beat. A stream waits on it, its context and its tail: a
+// select's cost grows with its channels, and a stream selects once per batch of events.
+// It is not goroutine-safe (its stream's own).
+type streamTimer struct {
+	t                  *time.Timer
+	poll, beat         time.Duration
+	nextPoll, nextBeat time.Time
+}
+
+func newStreamTimer(poll, beat time.Duration) *streamTimer {
+	now := time.Now()
+	return &streamTimer{t: time.NewTimer(min(poll, beat)), poll: poll, beat: beat, nextPoll: now.Add(poll), nextBeat: now.Add(beat)}
+}
+
+// C receives when a duty may be due; due then says which.
+func (st *streamTimer) C() <-chan time.Time { return st.t.C }
+
+// due reports which duties are due, each then due again a period later, and sets the timer
+// for the next one.
+func (st *streamTimer) due() (poll, beat bool) {
+	now := time.Now()
+	if !now.Before(st.nextPoll) {
+		poll, st.nextPoll = true, now.Add(st.poll)
+	}
+	if !now.Before(st.nextBeat) {
+		beat, st.nextBeat = true, now.Add(st.beat)
+	}
+	next := st.nextPoll
+	if st.nextBeat.Before(next) {
+		next = st.nextBeat
+	}
+	st.t.Reset(next.Sub(now))
+	return poll, beat
+}
+
+func (st *streamTimer) stop() { st.t.Stop() }
 
 // nextEntries returns the entries after `after` a stream writes next: those tail handed over,
 // unless asked to read (read) or they do not follow on from after, in which case it reads the
@@ -159,6 +216,9 @@ func (s *server) nextEntries(ctx context.Context, tail *actors.Tail, runID strin
 // exactly the ones that follow after (after+1, after+2, ...): not ok means a gap only the store
 // can fill. An entry without a Seq is a gap.
 func following(got []*messages.LedgerEntry, after int64) (next []*messages.LedgerEntry, ok bool) {
+	if inOrderAfter(got, after) { // the common case: the hub handed over just what follows
+		return got, true
+	}
 	for _, e := range got {
 		if e.GetSeq() > after || e.GetSeq() == 0 {
 			next = append(next, e)
@@ -173,13 +233,27 @@ func following(got []*messages.LedgerEntry, after int64) (next []*messages.Ledge
 	return next, true
 }
 
-// openStream starts an SSE answer on w (headers, the retry field) and returns its flush
+// inOrderAfter reports whether got is exactly the entries after+1, after+2, ... in order.
+func inOrderAfter(got []*messages.LedgerEntry, after int64) bool {
+	for i, e := range got {
+		if e.GetSeq() != after+int64(i)+1 {
+			return false
+		}
+	}
+	return true
+}
+
+// openStream starts an SSE answer to r on w (headers, the retry field) and returns its flush
 // function; ok is false when the client is gone already. Nothing is flushed yet: the stream
-// sends the headers with its first entries, or when it first waits.
-func (s *server) openStream(w http.ResponseWriter) (flush func() bool, ok bool) {
+// sends the headers with its first entries, or when it first waits. A stream outlives the
+// server's WriteTimeout: openStream clears the answer's write deadline unless the server has
+// none (as dair's own: clearing costs a round trip to the connection's goroutine on HTTP/2).
+func (s *server) openStream(w http.ResponseWriter, r *http.Request) (flush func() bool, ok bool) {
 	rc := http.NewResponseController(w)
-	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		s.log.Debug("api: clear write deadline", zap.Error(err))
+	if hs, known := r.Context().Value(http.ServerContextKey).(*http.Server); !known || hs.WriteTimeout > 0 {
+		if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			s.log.Debug("api: clear write deadline", zap.Error(err))
+		}
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

@@ -1,7 +1,9 @@
 package api_test
 
 import (
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/api"
 	"github.com/dairuntime/dair/internal/ledger"
+	"github.com/dairuntime/dair/internal/server"
 	"github.com/dairuntime/dair/messages"
 	"github.com/dairuntime/dair/testkit"
 )
@@ -153,4 +156,52 @@ func (f *fixture) terminalSeq(id string) int64 {
 		return ledger.IsTerminalKind(end.Kind)
 	}, "the terminal ledger entry")
 	return last
+}
+
+// TestServer_Events_outliveWriteTimeout: a stream that lasts longer than the server's
+// WriteTimeout still delivers every event to the terminal one, over HTTP/1.1 and h2c.
+func TestServer_Events_outliveWriteTimeout(t *testing.T) {
+	n := startNode(t)
+	if _, err := n.PutPipeline(t.Context(), []byte(slowSteps)); err != nil {
+		t.Fatal(err)
+	}
+	for _, h2c := range []bool{false, true} {
+		t.Run(map[bool]string{false: "h1", true: "h2c"}[h2c], func(t *testing.T) {
+			srv := httptest.NewUnstartedServer(api.New(api.Config{Node: n, SSEPoll: 50 * time.Millisecond}))
+			if err := server.ConfigureHTTP(srv.Config); err != nil {
+				t.Fatal(err)
+			}
+			srv.Config.WriteTimeout = 100 * time.Millisecond // a third of the run
+			srv.Start()
+			t.Cleanup(srv.Close)
+			var protos http.Protocols
+			protos.SetHTTP1(!h2c)
+			protos.SetUnencryptedHTTP2(h2c)
+			tr := &http.Transport{Protocols: &protos}
+			t.Cleanup(tr.CloseIdleConnections)
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/v1/sessions/s1/invoke",
+				strings.NewReader(`{"pipeline":"slow","tenant_id":"acme"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := (&http.Client{Transport: tr}).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer closeBody(t, resp)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("invoke = %d", resp.StatusCode)
+			}
+			if want := map[bool]int{false: 1, true: 2}[h2c]; resp.ProtoMajor != want {
+				t.Fatalf("answered over HTTP/%d, want %d", resp.ProtoMajor, want)
+			}
+			body, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatalf("read stream: %v (after %q)", err, body)
+			}
+			if !strings.Contains(string(body), "event: run_succeeded\n") {
+				t.Fatalf("stream ended without run_succeeded:\n%s", body)
+			}
+		})
+	}
 }

@@ -134,7 +134,7 @@ func invokeError(err error) error {
 // the host's stream, or the client leaving. Comments keep an idle stream alive.
 func (s *server) relay(w http.ResponseWriter, r *http.Request, stream grpc.ServerStreamingClient[messages.InvokeEvent],
 	first *messages.InvokeEvent, after int64) {
-	flush, ok := s.openStream(w)
+	flush, ok := s.openStream(w, r)
 	if !ok {
 		return
 	}

@@ -110,19 +110,6 @@ func Run(ctx context.Context, opts Options) (err error) {
 	return serve(ctx, opts, log, handler, &ready, node.ID())
 }
 
-// Protocols returns the protocols the API is served with: HTTP/1.1, and HTTP/2 with prior
-// knowledge over cleartext (h2c), on the same port. A client that follows many runs at once
-// (a gateway, a proxy, a Go client with an HTTP/2 transport) can then carry all their event
-// streams on one connection, whose writes the server combines; HTTP/1.1 clients (browsers'
-// EventSource, curl) see no difference. TLS in front of dair negotiates HTTP/2 as usual.
-func Protocols() *http.Protocols {
-	var p http.Protocols
-	p.SetHTTP1(true)
-	p.SetHTTP2(true) // over TLS, should a listener ever carry it
-	p.SetUnencryptedHTTP2(true)
-	return &p
-}
-
 // serve runs the HTTP server until ctx ends, then shuts it down gracefully.
 func serve(ctx context.Context, opts Options, log *zap.Logger, handler http.Handler, ready *atomic.Bool, nodeID string) error {
 	ln, err := net.Listen("tcp", opts.HTTPAddr)
@@ -132,9 +119,12 @@ func serve(ctx context.Context, opts Options, log *zap.Logger, handler http.Hand
 	baseCtx, cancelBase := context.WithCancel(context.Background())
 	defer cancelBase()
 	srv := &http.Server{
-		Handler: handler, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout, IdleTimeout: idleTimeout, Protocols: Protocols(),
+		Handler: handler, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout, IdleTimeout: idleTimeout,
 		BaseContext: func(net.Listener) context.Context { return baseCtx },
 		ErrorLog:    zap.NewStdLog(log.Named("http")),
+	}
+	if err := ConfigureHTTP(srv); err != nil {
+		return errors.Join(err, ln.Close())
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
