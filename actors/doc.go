@@ -45,7 +45,7 @@
 //
 // Runtime (protobuf messages from package messages travel between nodes):
 //
-//	providers (local, actor)   → host          createInstance → createInstanceResult (local);
+//	providers (local, actor)   → host          createInstance → its done channel (local);
 //	                                           *messages.CreateInstanceRequest → *messages.ProviderResult
 //	providers                  → instance      *messages.DispatchRequest, *messages.ControlRequest
 //	                                           → *messages.ProviderResult; *messages.RunStatusRequest →

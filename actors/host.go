@@ -20,8 +20,12 @@ type runtimeHost struct{ env *env }
 // its runs are recovered by the recovery coordinator once its registry entry expires.
 var instanceSupervisor = actor.NewOneForOneStrategy(10, time.Minute, actor.DefaultDecider)
 
-type createInstance struct{ spec InstanceSpec }
-type createInstanceResult struct{ err error }
+// createInstance asks the host to start an instance; the outcome goes to done (buffered), so
+// that the asker can stop waiting when its context ends (a future cannot be given up early).
+type createInstance struct {
+	spec InstanceSpec
+	done chan error
+}
 
 func (h *runtimeHost) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
@@ -30,7 +34,7 @@ func (h *runtimeHost) Receive(c actor.Context) {
 		if err != nil {
 			err = fmt.Errorf("spawn instance %s: %w", m.spec.ID, err)
 		}
-		c.Respond(&createInstanceResult{err: err})
+		m.done <- err
 	case *messages.CreateInstanceRequest:
 		res := &messages.ProviderResult{Provider: ActorProviderName, RuntimeInstanceId: m.RuntimeInstanceId, Op: "create-instance", Ok: true,
 			TenantId: m.GetSettings().GetTenantId()}
@@ -63,23 +67,27 @@ func (h *hostHandle) CreateInstance(ctx context.Context, id string, settings *me
 }
 
 // create asks the runtime host to start the instance of spec (with its transport). It blocks
-// until the actor exists.
+// until the actor exists, ctx ends, or 5 s passed without an answer (a host that stopped never
+// answers).
 func (h *hostHandle) create(ctx context.Context, spec InstanceSpec) error {
 	id := spec.ID
 	pid := h.pid()
 	if pid == nil {
 		return fmt.Errorf("create instance %s: actors: no runtime host on this node", id)
 	}
-	timeout := 5 * time.Second
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
+	done := make(chan error, 1)
+	h.env.system.Root.Send(pid, &createInstance{spec: spec, done: done})
+	t := time.NewTimer(createTimeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("create instance %s: %w", id, ctx.Err())
+	case <-t.C:
+		return fmt.Errorf("create instance %s: no answer from the runtime host within %s", id, createTimeout)
 	}
-	res, err := h.env.system.Root.RequestFuture(pid, &createInstance{spec: spec}, timeout).Result()
-	if err != nil {
-		return fmt.Errorf("create instance %s: %w", id, err)
-	}
-	if r, ok := res.(*createInstanceResult); ok && r.err != nil {
-		return r.err
-	}
-	return nil
 }
+
+// createTimeout bounds the wait for the runtime host's answer to a createInstance.
+const createTimeout = 5 * time.Second
