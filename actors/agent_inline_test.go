@@ -9,6 +9,7 @@ import (
 	"github.com/dairuntime/dair/actors"
 	"github.com/dairuntime/dair/internal/agents"
 	"github.com/dairuntime/dair/messages"
+	"github.com/dairuntime/dair/testkit"
 )
 
 // stubbornType registers typ on n: its first message is answered at once (it activates the
@@ -28,6 +29,10 @@ func stubbornType(t *testing.T, n *actors.Node, typ string, release <-chan struc
 		o.Status != messages.DeliveryOutcome_DELIVERED {
 		t.Fatalf("activating send: %v %v", o, err)
 	}
+	// The answer reaches the caller before the agent's mailbox is given up: wait for that, so
+	// that the next send finds the agent idle.
+	testkit.Eventually(t, 10*time.Second, time.Millisecond, func() bool { return actors.AgentIdle(n, "acme", aid(typ, "k")) },
+		"the activated agent idle")
 }
 
 // TestAgent_Send_inlineAnswerAfterTheDeadlineIsATimeout: a send to an idle active agent runs its

@@ -1,6 +1,11 @@
 package actors
 
-import "context"
+import (
+	"context"
+
+	"github.com/dairuntime/dair/internal/agents"
+	"github.com/dairuntime/dair/messages"
+)
 
 // InjectExecutionPanic makes the execution actor of a running run panic once. It exists for
 // the package's tests only (supervision and rehydration).
@@ -18,3 +23,14 @@ func AgentInlineRuns(n *Node) uint64 { return n.agents.inlineRuns.Load() }
 // AgentWorkerInline returns how many deliveries of non-blocking types n's worker ran on its own
 // goroutine.
 func AgentWorkerInline(n *Node) uint64 { return n.agents.workerInline.Load() }
+
+// AgentIdle reports whether tenant's agent id is active on n with nothing queued or running in
+// its mailbox (a send to it may then run inline).
+func AgentIdle(n *Node, tenant string, id *messages.AgentId) bool {
+	slot := n.agents.slots.get(agents.KeyOf(tenant, id))
+	if slot == nil {
+		return false
+	}
+	mb := slot.mailbox
+	return !mb.running.Load() && mb.pending.Load() == 0 && !mb.suspended.Load()
+}
