@@ -172,6 +172,10 @@ func (r *agentRouter) takeSends(c actor.Context) {
 	}
 }
 
+// testHookRouteSend, when set (by tests, before the node starts), is called as the router
+// begins to route a send.
+var testHookRouteSend func(*agentRouteSend)
+
 // failSends answers sends UNDELIVERABLE (ReasonStopping, why).
 func (r *agentRouter) failSends(sends []agentRouteSend, why string) {
 	for i := range sends {
@@ -227,6 +231,9 @@ func (r *agentRouter) pid(w *agents.WorkerRoute) *actor.PID {
 }
 
 func (r *agentRouter) routeSend(c actor.Context, m *agentRouteSend) {
+	if testHookRouteSend != nil {
+		testHookRouteSend(m)
+	}
 	if r.stopping {
 		m.done <- agents.Undeliverable(agents.Reason(agents.ReasonStopping, "node %s is stopping", r.rt.nodeID), "")
 		return
