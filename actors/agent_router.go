@@ -42,8 +42,8 @@ type agentRouter struct {
 	// the router stops or restarts before it routes them).
 	in     []agentRouteSend
 	inNext int
-	// packRoom is the capacity a new packed batch starts with (packHint at least).
-	packRoom int
+	// room sizes the packed batches.
+	room packRoom
 }
 
 // routerCall is what a session answers: a send's caller, a delivery of a batch (batch, idx)
@@ -72,9 +72,20 @@ type routerBatch struct {
 	bytes    int
 }
 
-// packHint is the room a new packed batch starts with, grown to the size of the largest one
-// sent lately (a batch is sent as it is: its bytes cannot be reused).
+// packRoom sizes the buffers of the packed batches (router) or responses (worker) an actor
+// builds: a new one starts with the room of the largest sent lately, at least packHint (a
+// buffer is sent as it is: its bytes cannot be reused). The zero value is ready.
+type packRoom int
+
+// packHint is the least room a new packed buffer starts with.
 const packHint = 4 << 10
+
+// buffer returns an empty buffer with the room of the ones sent lately.
+func (p packRoom) buffer() []byte { return make([]byte, 0, max(int(p), packHint)) }
+
+// sent records the size n of a buffer that went out: the room follows the sizes up at once and
+// down slowly.
+func (p *packRoom) sent(n int) { *p = packRoom(max(n, int(*p)-int(*p)/8)) }
 
 // agentFlush makes the router send the batches built during one mailbox run.
 type agentFlush struct{}
@@ -257,16 +268,14 @@ func (r *agentRouter) enqueue(c actor.Context, w *agents.WorkerRoute, env *messa
 	if b == nil {
 		b = &routerBatch{req: &messages.AgentSendRequest{RouterId: r.rt.selfID, PackedResults: true}}
 		if dw, ok := r.dir.Worker(w.ID); ok && dw.Registration.GetPackedSends() {
-			b.packs, b.req.Packed = true, make([]byte, 0, max(r.packRoom, packHint))
+			b.packs, b.req.Packed = true, r.room.buffer()
 		}
 		r.batches[w.ID] = b
 	}
 	if b.packs {
 		packed, err := messages.AppendDelivery(b.req.Packed, id, env)
 		if err != nil { // a string that is not UTF-8: it cannot go out
-			if s, ok := r.sessions.Resolve(id, agents.Failed(fmt.Sprintf("agents: the message cannot be encoded: %v", err), w.ID)); ok {
-				r.answer(s)
-			}
+			r.resolve(id, agents.Failed(fmt.Sprintf("agents: the message cannot be encoded: %v", err), w.ID))
 			return
 		}
 		b.req.Packed = packed
@@ -292,7 +301,7 @@ func (r *agentRouter) sendBatch(c actor.Context, id string, b *routerBatch, w *a
 		r.unacked[id]++
 	}
 	if b.packs {
-		r.packRoom = max(len(b.req.Packed), r.packRoom-r.packRoom/8) // follows the sizes down slowly
+		r.room.sent(len(b.req.Packed))
 	}
 	c.Request(r.pid(w), b.req)
 	delete(r.batches, id)
@@ -340,10 +349,8 @@ func (r *agentRouter) flush(c actor.Context) {
 			}
 		} else {
 			for _, session := range b.sessions { // the worker left since: its sessions were resolved
-				if s, ok := r.sessions.Resolve(session, agents.Undeliverable(agents.Reason(agents.ReasonWorkerEvicted,
-					"worker %s left before the message went out", id), id)); ok {
-					r.answer(s)
-				}
+				r.resolve(session, agents.Undeliverable(agents.Reason(agents.ReasonWorkerEvicted,
+					"worker %s left before the message went out", id), id))
 			}
 			delete(r.batches, id)
 			delete(r.held, id)

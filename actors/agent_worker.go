@@ -35,8 +35,8 @@ type agentWorker struct {
 	draining   map[agents.Key]bool
 	// results are the answered deliveries last taken from the runtime's results intake.
 	results []*agentDeliver
-	// packRoom is the capacity a new packed response starts with (packHint at least).
-	packRoom int
+	// room sizes the packed responses.
+	room packRoom
 }
 
 // agentChild is the worker's record of one active agent.
@@ -279,7 +279,7 @@ func (w *agentWorker) reply(c actor.Context, r *agentDeliver) {
 	}
 	rb := w.replyQueue(c, r.router, r.routerKey)
 	if rb.n == 0 && r.packed { // the same for every request of a router
-		rb.packed, rb.resp.Packed = true, make([]byte, 0, max(w.packRoom, packHint))
+		rb.packed, rb.resp.Packed = true, w.room.buffer()
 	}
 	o := r.outcome
 	o.WorkerId = "" // the response names the worker once; the router fills it in
@@ -307,7 +307,7 @@ func (w *agentWorker) reply(c actor.Context, r *agentDeliver) {
 // send sends a queued response.
 func (w *agentWorker) send(c actor.Context, rb *workerReplies) {
 	if rb.packed {
-		w.packRoom = max(len(rb.resp.Packed), w.packRoom-w.packRoom/8) // follows the sizes down slowly
+		w.room.sent(len(rb.resp.Packed))
 	}
 	c.Send(rb.router, rb.resp)
 }
