@@ -108,6 +108,11 @@ const (
 	AgentCounter = actors.AgentCounter
 )
 
+// PureHandler marks h as pure: its output is a function of its request's With alone and it has
+// no side effect, so the steps that need it start without waiting for the write of its success
+// (a crash that loses the write runs it again, with the same output). See step.Pure.
+func PureHandler(h Handler) Handler { return step.Pure(h) }
+
 // ForTenants restricts an agent type to the given tenants; others get undeliverable
 // (tenant-refused).
 func ForTenants(tenants ...string) AgentTypeOption { return actors.ForTenants(tenants...) }

@@ -13,7 +13,9 @@ type commitReq struct {
 	c      store.StepCommit
 	ledger []*messages.LedgerEntry
 	run    string
-	done   func(error)
+	// async: nothing waits for the commit (a pure step's success, engine.Commit.Async).
+	async bool
+	done  func(error)
 }
 
 // committer is the node's ledger.Committer as the execution actors use it.
@@ -22,5 +24,5 @@ type committer struct{ *ledger.Committer }
 // submit hands a commit to its shard. It blocks only while the shard's buffer is full, and
 // reports false (done is then never called) once the node is stopping.
 func (c *committer) submit(r commitReq) bool {
-	return c.Submit(ledger.Request{Commit: r.c, Ledger: r.ledger, Run: r.run, Done: r.done})
+	return c.Submit(ledger.Request{Commit: r.c, Ledger: r.ledger, Run: r.run, Async: r.async, Done: r.done})
 }

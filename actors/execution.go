@@ -38,7 +38,7 @@ func (x *execution) Receive(c actor.Context) {
 	case *actor.Started:
 		x.inc = x.seed.incarnation
 		x.m = engine.New(engine.Config{Workers: x.seed.workers, DefaultTimeout: x.seed.env.cfg.DefaultStepTimeout,
-			TenantID: x.seed.req.GetSnapshot().GetTenantId(), FoldFinalize: x.seed.env.foldsFinish})
+			TenantID: x.seed.req.GetSnapshot().GetTenantId(), FoldFinalize: x.seed.env.foldsFinish, Pure: x.seed.env.handlers.Pure})
 		x.load(c)
 	case *actor.Restarting:
 		x.seed.incarnation++
@@ -52,6 +52,8 @@ func (x *execution) Receive(c actor.Context) {
 		}
 	case *execLoaded:
 		x.onLoaded(c, m)
+	case *execStarted:
+		x.onStarted(c, m)
 	case *stepDone:
 		x.onStepDone(c, m)
 	case *commitDone:

@@ -37,8 +37,9 @@ func (x *execution) submit(c actor.Context, f engine.Commit) {
 		sc.Finish, sc.Finished = &finish, &store.FinishOutcome{}
 	}
 	ok := s.env.commits.submit(commitReq{
-		c:   sc,
-		run: s.req.SharedRunId,
+		c:     sc,
+		run:   s.req.SharedRunId,
+		async: f.Async,
 		done: func(err error) {
 			res := commitResult(err)
 			s.env.system.Root.Send(self, &commitDone{inc: inc, id: id, result: res, err: err})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dairuntime/dair/internal/engine"
 	"github.com/dairuntime/dair/internal/ids"
+	"github.com/dairuntime/dair/internal/step"
 	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/messages"
 )
@@ -20,15 +21,46 @@ import (
 // and its pipeline, off the actor goroutine; the result comes back as an execLoaded.
 func (x *execution) load(c actor.Context) {
 	s, self, inc := x.seed, c.Self(), x.inc
-	execID, epoch := s.executionID, s.epoch
+	execID, epoch, startWait := s.executionID, s.epoch, s.startWait
 	if execID == "" {
 		execID = s.req.ExecutionId
 	}
 	s.env.mailboxes.GoTimeout(15*time.Second, func(ctx context.Context) {
 		msg := &execLoaded{inc: inc, executionID: execID, epoch: epoch, marked: s.marked}
-		msg.err = loadExecution(ctx, s, msg)
+		if startWait != nil {
+			// An earlier incarnation queued the start: it must be written before the read.
+			if _, err := startWait(); err != nil {
+				msg.err = fmt.Errorf("%w: %w", errStartRefused, err)
+			}
+		}
+		if msg.err == nil {
+			msg.err = loadExecution(ctx, s, msg)
+		}
 		s.env.system.Root.Send(self, msg)
+		if msg.err == nil && msg.confirm != nil {
+			err := confirmStart(ctx, s, msg.executionID, msg.confirm)
+			s.env.system.Root.Send(self, &execStarted{inc: inc, err: err})
+		}
 	})
+}
+
+// errStartRefused stops an activation whose queued start was refused.
+var errStartRefused = errors.New("actors: the execution's start was refused")
+
+// confirmStart waits for the answer to a queued start and tells the run's watchers of its entry;
+// a refused start of a run that moved leaves the execution, as startExecution does.
+func confirmStart(ctx context.Context, s *execSeed, execID string, wait func() (store.StartResult, error)) error {
+	res, err := wait()
+	if err != nil {
+		if errors.Is(err, errRunMoved) || errors.Is(err, store.ErrNotFound) {
+			leaveMoved(ctx, s.env, execID, s.instanceID)
+		}
+		return fmt.Errorf("%w: %w", errStartRefused, err)
+	}
+	if res.Entry != nil {
+		s.env.hub.Appended(s.req.SharedRunId, []*messages.LedgerEntry{res.Entry})
+	}
+	return nil
 }
 
 // loadExecution fills msg: on the first activation it creates the execution (a new run) or
@@ -58,6 +90,9 @@ func loadExecution(ctx context.Context, s *execSeed, msg *execLoaded) error {
 		}
 		msg.exec, msg.steps = ex, steps
 	}
+	if msg.pipe != nil {
+		return nil // read before a queued start
+	}
 	p, err := e.pipelines.get(ctx, msg.exec.PipelineKey, msg.exec.PipelineHash)
 	if err != nil {
 		return err
@@ -79,6 +114,12 @@ func activate(ctx context.Context, s *execSeed, msg *execLoaded) (*messages.Exec
 		}
 		created := newExecution(s, msg.executionID)
 		if e.life != nil && !msg.marked {
+			if qs, ok := e.life.(store.QueuedStarter); ok {
+				if p, err := e.pipelines.get(ctx, s.req.PipelineKey, s.req.PipelineHash); err == nil && startsPure(p, e.handlers) {
+					msg.pipe = p
+					return queueStart(ctx, s, msg, created, qs)
+				}
+			}
 			return startExecution(ctx, s, msg, created)
 		}
 		err := e.st.CreateExecution(ctx, created)
@@ -148,6 +189,36 @@ func startExecution(ctx context.Context, s *execSeed, msg *execLoaded, x *messag
 		return nil, nil
 	}
 	return x, nil
+}
+
+// queueStart queues the creation of x and the mark of its run (store.QueuedStarter) instead of
+// waiting for them: the pure steps the run starts with run meanwhile, and their commits, queued
+// after the start, share its write (one transaction instead of two, one after the other). The
+// answer comes through msg.confirm.
+func queueStart(ctx context.Context, s *execSeed, msg *execLoaded, x *messages.Execution, qs store.QueuedStarter) (*messages.Execution, error) {
+	wait, err := qs.QueueStartExecution(ctx, store.ExecutionStart{Execution: x,
+		Entry: startEntry(s, messages.KindExecutionStarted, x.ExecutionId, x.Epoch)})
+	if err != nil {
+		return nil, fmt.Errorf("start execution: %w", err)
+	}
+	msg.epoch, msg.marked, msg.confirm = x.Epoch, true, wait
+	return x, nil
+}
+
+// startsPure reports whether every step of p that needs none is pure (step.Pure): only then
+// is a queued start worth it, as nothing else may start before it is written.
+func startsPure(p *compiled, handlers *step.Registry) bool {
+	roots := 0
+	for _, st := range p.p.Steps {
+		if len(st.Needs) > 0 {
+			continue
+		}
+		if !handlers.Pure(st.Uses) {
+			return false
+		}
+		roots++
+	}
+	return roots > 0
 }
 
 // startEntry is the ledger entry of an activation's start (kind execution_started or recovery).
@@ -237,8 +308,12 @@ func (x *execution) onLoaded(c actor.Context, m *execLoaded) {
 		s.epoch = m.epoch
 	}
 	s.marked = s.marked || m.marked
+	if m.confirm != nil {
+		s.startWait = m.confirm
+	}
 	if m.err != nil {
-		if errors.Is(m.err, store.ErrStaleEpoch) || errors.Is(m.err, errRunMoved) || (errors.Is(m.err, store.ErrNotFound) && s.epoch != 0) {
+		if errors.Is(m.err, store.ErrStaleEpoch) || errors.Is(m.err, errRunMoved) || errors.Is(m.err, errStartRefused) ||
+			(errors.Is(m.err, store.ErrNotFound) && s.epoch != 0) {
 			x.feed(c, engine.Fenced{Err: m.err})
 			return
 		}
@@ -260,7 +335,20 @@ func (x *execution) onLoaded(c actor.Context, m *execLoaded) {
 	x.loaded = true
 	status, _ := engine.ParseRunStatus(m.exec.Status)
 	x.feed(c, engine.Loaded{Index: ix, ExecutionID: s.executionID, Status: status, Reason: m.exec.FailureReason,
-		Steps: m.steps, Input: m.exec.Input})
+		Steps: m.steps, Input: m.exec.Input, Unconfirmed: m.confirm != nil})
+}
+
+// onStarted tells the machine how the start it was loaded without ended: written, or refused
+// (the run moved, or the write failed), which stops it as a lost epoch would.
+func (x *execution) onStarted(c actor.Context, m *execStarted) {
+	if m.inc != x.inc {
+		return
+	}
+	if m.err != nil {
+		x.feed(c, engine.Fenced{Err: m.err})
+		return
+	}
+	x.feed(c, engine.Confirmed{})
 }
 
 // indexes shares one engine.Index per pipeline version (content hash) between the executions

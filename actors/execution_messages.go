@@ -6,6 +6,7 @@ import (
 
 	"github.com/dairuntime/dair/internal/engine"
 	"github.com/dairuntime/dair/internal/step"
+	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -28,6 +29,10 @@ type execSeed struct {
 	// (store.ExecutionLifecycle): the instance does not release it again.
 	released    bool
 	incarnation int
+	// startWait answers the start queued by the first activation (store.QueuedStarter), nil
+	// when the start was written before the load returned: a restarted incarnation waits for
+	// it before it reads the execution.
+	startWait func() (store.StartResult, error)
 }
 
 // Messages private to an execution (inc ties each to one incarnation of the actor, so replies
@@ -42,6 +47,15 @@ type (
 		steps       []*messages.StepState
 		pipe        *compiled
 		err         error
+		// confirm, set when the start was queued rather than written (store.QueuedStarter),
+		// answers it: the machine is loaded unconfirmed, and an execStarted follows.
+		confirm func() (store.StartResult, error)
+	}
+	// execStarted reports that the queued start of the execution was written (err nil) or
+	// refused.
+	execStarted struct {
+		inc int
+		err error
 	}
 	stepDone struct {
 		inc       int

@@ -18,10 +18,16 @@ import (
 // run (which names the node's live instance).
 func finishedRun(t *testing.T, ctx context.Context) (*actors.Node, *messages.SharedRun) {
 	t.Helper()
+	return finishedRunOf(t, ctx, napSteps, "naps")
+}
+
+// finishedRunOf is finishedRun of pipeline src (keyed key).
+func finishedRunOf(t *testing.T, ctx context.Context, src, key string) (*actors.Node, *messages.SharedRun) {
+	t.Helper()
 	n := testkit.StartNode(t, testkit.NodeOptions{})
-	_, err := n.PutPipeline(ctx, []byte(napSteps))
+	_, err := n.PutPipeline(ctx, []byte(src))
 	require.NoError(t, err)
-	run, err := n.Submit(ctx, actors.SubmitRequest{Pipeline: "naps", Snapshot: &messages.ExecutionContextSnapshot{TenantId: "acme", Source: "test"}})
+	run, err := n.Submit(ctx, actors.SubmitRequest{Pipeline: key, Snapshot: &messages.ExecutionContextSnapshot{TenantId: "acme", Source: "test"}})
 	require.NoError(t, err)
 	done, err := n.Await(ctx, run.SharedRunId)
 	require.NoError(t, err)
@@ -82,11 +88,22 @@ func TestNode_lostDispatchIsRequeued(t *testing.T) {
 
 // TestNode_lateDispatchOfAMovedRunDoesNotRun: a dispatch reaches an instance after the run
 // was taken back (requeued, or assigned elsewhere). The instance must not run it: the run
-// record, not the message, says where the run belongs.
+// record, not the message, says where the run belongs. A pipeline that starts with a pure step
+// queues its execution's start on the embedded store and runs that step meanwhile: the refused
+// start takes the step's commits down with it, and nothing of the run is written.
 func TestNode_lateDispatchOfAMovedRunDoesNotRun(t *testing.T) {
+	for _, tc := range []struct{ name, src, key string }{
+		{"sleep", napSteps, "naps"},
+		{"pure first step", "key: pures\nsteps:\n  - {id: a, uses: echo, with: {value: 1}}\n  - {id: b, uses: sleep, needs: [a]}\n", "pures"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { lateDispatchOfAMovedRun(t, tc.src, tc.key) })
+	}
+}
+
+func lateDispatchOfAMovedRun(t *testing.T, src, key string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	n, first := finishedRun(t, ctx)
+	n, first := finishedRunOf(t, ctx, src, key)
 	st := n.Store()
 	inst := first.AssignedRuntimeInstanceId
 	d, err := st.GetInstance(ctx, inst)
@@ -122,6 +139,11 @@ func TestNode_lateDispatchOfAMovedRunDoesNotRun(t *testing.T) {
 	require.NoError(t, err)
 	for _, x := range execs {
 		require.Equal(t, first.SharedRunId, x.SharedRunId, "an execution of a moved run is left on the instance")
+	}
+	for _, want := range moved {
+		entries, err := st.ReadLedger(ctx, want.SharedRunId, 0, 0)
+		require.NoError(t, err)
+		require.Empty(t, entries, "the moved run %s has ledger entries", want.SharedRunId)
 	}
 }
 

@@ -38,6 +38,12 @@ type Commit struct {
 	// record is written or the step had already succeeded). The shell answers CommitDone and
 	// then, unless the commit was fenced, FinalizeDone.
 	Finalize *Finalize
+	// Async marks the success of a pure step (Config.Pure): the machine released its
+	// dependents without waiting for the answer, which only matters when it refuses (the
+	// machine then stops, fenced). Nothing waits for the write, so the shell may hold it for
+	// the commits that follow it; it must still reach the store in order, and a refusal
+	// must refuse every later commit of the execution (a lost epoch does).
+	Async bool
 }
 
 // ScheduleRetry asks for RetryDue{Step, Attempt} at At (the failed attempt's end plus its

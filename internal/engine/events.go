@@ -27,7 +27,16 @@ type Loaded struct {
 	Steps []*messages.StepState
 	// Input is the run's input, JSON ("" and malformed input render as nil).
 	Input []byte
+	// Unconfirmed: the execution's start (its record, the run marked running) is queued to
+	// a store that applies writes in the order they are queued, but not yet written. Until
+	// Confirmed only pure steps start (Config.Pure: their commits, queued after the start,
+	// land with it or not at all) and the run does not finalize by a Finalize of its own. The
+	// shell answers Confirmed once the start is written, or Fenced when it was refused.
+	Unconfirmed bool
 }
+
+// Confirmed reports that the start of an execution loaded Unconfirmed was written.
+type Confirmed struct{}
 
 // AttemptSucceeded reports that attempt Attempt of Step returned Output.
 type AttemptSucceeded struct {
@@ -141,3 +150,4 @@ func (Pause) isEvent()            {}
 func (Resume) isEvent()           {}
 func (Fenced) isEvent()           {}
 func (FinalizeDone) isEvent()     {}
+func (Confirmed) isEvent()        {}

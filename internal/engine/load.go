@@ -17,7 +17,7 @@ func (m *Machine) onLoaded(e Loaded) error {
 		return ErrNoIndex
 	}
 	ix := e.Index
-	m.ix, m.executionID = ix, e.ExecutionID
+	m.ix, m.executionID, m.unconfirmed = ix, e.ExecutionID, e.Unconfirmed
 	m.steps = make([]step, ix.Len())
 	m.input = decodeJSON(e.Input)
 	records := make(map[string]*messages.StepState, len(e.Steps))

@@ -38,6 +38,13 @@ type Config struct {
 	// (when not paused) and is finalizing from there; the shell answers CommitDone, then,
 	// unless the commit was fenced, FinalizeDone.
 	FoldFinalize bool
+	// Pure reports whether handler uses is pure: its output is a function of the step's
+	// rendered `with` alone (which sees the input, the outputs of committed or pure steps, the
+	// tenant and the execution id) and it has no side effect. A pure step's dependents start
+	// as soon as its success is sent to be committed, not when the commit is answered: after a
+	// crash that lost the commit the step runs again and gives the same output. Its Commit is
+	// then Async. Nil: no handler is pure.
+	Pure func(uses string) bool
 }
 
 // phase is where a Machine is in its life.
@@ -69,6 +76,9 @@ type pendingCommit struct {
 	step   int32
 	status StepStatus
 	output []byte
+	// applied: the machine counted the commit's success when it sent it (Commit.Async); the
+	// answer only matters when it refuses.
+	applied bool
 }
 
 // Machine is the state machine of one execution: it turns events into effects. It does no
@@ -82,6 +92,7 @@ type Machine struct {
 	executionID string
 	input       any
 	paused      bool
+	unconfirmed bool // loaded Unconfirmed, no Confirmed yet: only pure steps start
 	cancelled   bool // a Cancel came before Loaded
 	cancelWhy   string
 
@@ -146,6 +157,8 @@ func (m *Machine) Step(now time.Time, ev Event) ([]Effect, error) {
 		m.fence(e.Err)
 	case FinalizeDone:
 		m.onFinalizeDone(e)
+	case Confirmed:
+		m.onConfirmed()
 	default:
 		err = fmt.Errorf("engine: unknown event %T", ev)
 	}
@@ -217,6 +230,20 @@ func (m *Machine) commitWith(i int32, rec *messages.StepState, le *messages.Ledg
 	status, _ := ParseStepStatus(rec.Status)
 	m.commits = append(m.commits, pendingCommit{id: m.nextID, step: i, status: status, output: rec.Output})
 	m.emit(Commit{ID: m.nextID, Record: rec, Ledger: le, Finalize: fin})
+}
+
+// commitApplied emits the Commit of a pure step's success and applies the success at once:
+// the step counts as done and its dependents are released before the answer (Commit.Async).
+func (m *Machine) commitApplied(i int32, rec *messages.StepState, le *messages.LedgerEntry) {
+	m.nextID++
+	m.commits = append(m.commits, pendingCommit{id: m.nextID, step: i, status: StepSucceeded, applied: true})
+	m.emit(Commit{ID: m.nextID, Record: rec, Ledger: le, Async: true})
+	m.succeed(i, rec.Output)
+}
+
+// pure reports whether the step at i runs a pure handler (Config.Pure).
+func (m *Machine) pure(i int32) bool {
+	return m.cfg.Pure != nil && m.cfg.Pure(m.ix.steps[i].Uses)
 }
 
 // answered removes the unanswered commit id and returns it; ok is false when there is none.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -201,6 +202,10 @@ func (r *runner) pipeline(src []string) []string {
 
 func (r *runner) newMachine(args map[string]string) []string {
 	cfg := engine.Config{TenantID: args["tenant"], FoldFinalize: args["fold"] == "true"}
+	if v, ok := args["pure"]; ok {
+		pure := strings.Split(v, ",")
+		cfg.Pure = func(uses string) bool { return slices.Contains(pure, uses) }
+	}
 	if v, ok := args["workers"]; ok {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -257,6 +262,8 @@ func (r *runner) event(name string, pos []string, args map[string]string, input 
 		return engine.Resume{}, nil
 	case "fenced":
 		return engine.Fenced{Err: errors.New("store: stale epoch")}, nil
+	case "confirmed":
+		return engine.Confirmed{}, nil
 	case "finalized":
 		switch {
 		case has(args, "fenced"):
@@ -283,7 +290,8 @@ func (r *runner) loaded(args map[string]string, input []string) (engine.Event, e
 	if !ok {
 		return nil, fmt.Errorf("bad status %q", args["status"])
 	}
-	ev := engine.Loaded{Index: r.ix, ExecutionID: "exec-1", Status: status, Reason: args["reason"], Input: []byte(args["input"])}
+	ev := engine.Loaded{Index: r.ix, ExecutionID: "exec-1", Status: status, Reason: args["reason"], Input: []byte(args["input"]),
+		Unconfirmed: has(args, "unconfirmed")}
 	for _, l := range input {
 		f := tokenize(l)
 		if len(f) < 2 {
@@ -402,6 +410,9 @@ func formatEffect(e engine.Effect) string {
 		}
 		if f.Ledger.Kind == messages.KindStepFailed {
 			s += " data=" + string(f.Ledger.Data)
+		}
+		if f.Async {
+			s += " async"
 		}
 		if f.Finalize != nil {
 			s += " + " + formatEffect(*f.Finalize)

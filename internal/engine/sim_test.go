@@ -14,9 +14,10 @@ import (
 // TestMachine_randomRuns drives random pipelines through random interleavings of attempt
 // outcomes, commit answers, timers, pause/resume/cancel, crashes (a new machine loaded from
 // what was committed) and fencing, against a store model, and checks the engine's promises:
-// the worker budget holds; a step starts only after its needs' successes are committed; a
-// committed success never runs again; nothing follows Stop; a run ends, and ends as its
-// records say.
+// the worker budget holds; a step starts only after its needs' successes are committed (or,
+// for a pure need, sent to be committed: every other seed runs echo as pure); a committed
+// success never runs again; a run finalizes only once every commit is answered; nothing
+// follows Stop; a run ends, and ends as its records say.
 func TestMachine_randomRuns(t *testing.T) {
 	for seed := uint64(1); seed <= 400; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { newSim(t, seed).run() })
@@ -33,8 +34,12 @@ type sim struct {
 	rng     *rand.Rand
 	ix      *Index
 	workers int
-	m       *Machine
-	now     time.Time
+	pure    bool // echo is pure (Config.Pure)
+	// unconfirmed: the activation was loaded Unconfirmed (a fresh start queued, on pure
+	// seeds) and has had no Confirmed yet.
+	unconfirmed bool
+	m           *Machine
+	now         time.Time
 
 	records   map[string]*messages.StepState // the store's step records
 	runStatus RunStatus                      // the execution record's status
@@ -68,7 +73,7 @@ func newSim(t *testing.T, seed uint64) *sim {
 			fmt.Fprintf(&b, "    needs: [%s]\n", strings.Join(needs, ", "))
 		}
 	}
-	s := &sim{t: t, rng: rng, ix: mustIndex(t, b.String()), workers: 1 + rng.IntN(3),
+	s := &sim{t: t, rng: rng, ix: mustIndex(t, b.String()), workers: 1 + rng.IntN(3), pure: seed%2 == 0,
 		now: time.Unix(1000, 0), records: map[string]*messages.StepState{}}
 	s.start()
 	return s
@@ -76,13 +81,18 @@ func newSim(t *testing.T, seed uint64) *sim {
 
 // start makes a new machine (a new activation) and loads it from the store model.
 func (s *sim) start() {
-	s.m = New(Config{Workers: s.workers})
+	cfg := Config{Workers: s.workers}
+	if s.pure {
+		cfg.Pure = func(uses string) bool { return uses == "echo" }
+	}
+	s.m = New(cfg)
 	s.inflight, s.commits, s.retries, s.finalize, s.stopped = nil, nil, nil, nil, false
 	var recs []*messages.StepState
 	for _, r := range s.records {
 		recs = append(recs, r)
 	}
-	s.step(Loaded{Index: s.ix, Status: s.runStatus, Reason: s.reason, Steps: recs})
+	s.unconfirmed = s.pure && len(recs) == 0 && !s.crashed && s.rng.IntN(2) == 0
+	s.step(Loaded{Index: s.ix, Status: s.runStatus, Reason: s.reason, Steps: recs, Unconfirmed: s.unconfirmed})
 }
 
 func (s *sim) run() {
@@ -120,6 +130,9 @@ func (s *sim) act() {
 	case r < 5:
 		s.cancelled = true
 		s.step(Cancel{})
+	case r < 7 && s.unconfirmed:
+		s.unconfirmed = false
+		s.step(Confirmed{})
 	case r < 8:
 		s.step(Pause{})
 	case r < 20:
@@ -186,9 +199,15 @@ func (s *sim) step(ev Event) {
 	for k, e := range effs {
 		switch f := e.(type) {
 		case StartStep:
+			if s.unconfirmed && s.ix.steps[s.ix.pos[f.Step]].Uses != "echo" {
+				s.t.Fatalf("start %s (not pure) before the execution's start was confirmed", f.Step)
+			}
 			s.checkStart(f)
 			s.inflight = append(s.inflight, attempt{f.Step, f.Attempt})
 		case Commit:
+			if f.Async && !(s.pure && f.Record.Status == messages.StepSucceeded && s.ix.steps[s.ix.pos[f.Record.StepId]].Uses == "echo") {
+				s.t.Fatalf("commit %s %s: async %v", f.Record.StepId, f.Record.Status, f.Async)
+			}
 			s.commits = append(s.commits, f)
 		case ScheduleRetry:
 			s.retries = append(s.retries, RetryDue{Step: f.Step, Attempt: f.Attempt})
@@ -196,6 +215,12 @@ func (s *sim) step(ev Event) {
 		case SetRunStatus:
 			s.runStatus = f.Status
 		case Finalize:
+			if s.unconfirmed {
+				s.t.Fatal("finalize before the execution's start was confirmed")
+			}
+			if len(s.commits) > 0 {
+				s.t.Fatalf("finalize with %d commits unanswered", len(s.commits))
+			}
 			s.finalize = &f
 		case Stop:
 			if k != len(effs)-1 {
@@ -214,13 +239,24 @@ func (s *sim) checkStart(f StartStep) {
 		s.t.Fatalf("start %s#%d: its success is committed", f.Step, f.Attempt)
 	}
 	for _, n := range s.ix.needs[s.ix.pos[f.Step]] {
-		if r := s.records[s.ix.ids[n]]; r == nil || r.Status != messages.StepSucceeded {
-			s.t.Fatalf("start %s before its need %s succeeded", f.Step, s.ix.ids[n])
+		id := s.ix.ids[n]
+		if r := s.records[id]; (r == nil || r.Status != messages.StepSucceeded) && !s.sent(id) {
+			s.t.Fatalf("start %s before its need %s succeeded", f.Step, id)
 		}
 	}
 	if max := s.ix.maxAttempts(s.ix.pos[f.Step]); !s.crashed && f.Attempt > max {
 		s.t.Fatalf("start %s#%d: budget is %d attempts", f.Step, f.Attempt, max)
 	}
+}
+
+// sent reports whether the success of pure step id is on its way to the store.
+func (s *sim) sent(id string) bool {
+	for _, c := range s.commits {
+		if s.pure && c.Record.StepId == id && c.Record.Status == messages.StepSucceeded && s.ix.steps[s.ix.pos[id]].Uses == "echo" {
+			return true
+		}
+	}
+	return false
 }
 
 // checkEnd compares the finalized status with the records.

@@ -15,10 +15,15 @@ func (m *Machine) schedule() {
 		return
 	}
 	if m.done == len(m.steps) {
-		m.finalize(RunSucceeded, "")
+		if len(m.commits) == 0 && !m.unconfirmed { // a pure step's success may still be on its way
+			m.finalize(RunSucceeded, "")
+		}
 		return
 	}
 	for m.inflight < m.cfg.Workers && len(m.ready) > 0 && m.phase == phaseRunning {
+		if m.unconfirmed && !m.pure(m.ready[0]) {
+			return // the first ready step waits for the execution's start to be written
+		}
 		i := m.ready.pop()
 		m.steps[i].queued = false
 		m.start(i)
@@ -102,8 +107,21 @@ func (m *Machine) onSucceeded(e AttemptSucceeded) error {
 		m.commitWith(i, rec, le, &fin)
 		return nil
 	}
-	m.commit(i, rec, le)
+	if !m.pure(i) {
+		m.commit(i, rec, le)
+		m.schedule()
+		return nil
+	}
+	k := len(m.out)
+	m.commitApplied(i, rec, le)
 	m.schedule()
+	if m.inflight == 0 {
+		// Nothing started: the machine waits for this answer (to finalize, or for a retry
+		// timer), so it is not async: the shell writes it at once.
+		c := m.out[k].(Commit)
+		c.Async = false
+		m.out[k] = c
+	}
 	return nil
 }
 
@@ -172,7 +190,8 @@ func (m *Machine) onRetryDue(e RetryDue) error {
 }
 
 // onCommitDone applies an answered commit: a success releases the step's dependents (only
-// those: no rescan of the graph), a skip counts the step done, a fenced answer stops.
+// those: no rescan of the graph; a pure step's success released them when it was sent), a
+// skip counts the step done, a fenced answer stops.
 func (m *Machine) onCommitDone(e CommitDone) {
 	pc, ok := m.answered(e.ID)
 	if !ok {
@@ -182,15 +201,12 @@ func (m *Machine) onCommitDone(e CommitDone) {
 		m.fence(e.Err)
 		return
 	}
-	s := &m.steps[pc.step]
-	switch pc.status {
-	case StepSucceeded:
-		s.status = StepSucceeded
-		m.setOutput(m.ix.ids[pc.step], pc.output)
-		m.done++
-		m.release(pc.step)
-	case StepSkipped:
-		s.status = StepSkipped
+	switch {
+	case pc.applied:
+	case pc.status == StepSucceeded:
+		m.succeed(pc.step, pc.output)
+	case pc.status == StepSkipped:
+		m.steps[pc.step].status = StepSkipped
 		m.done++
 	}
 	if m.phase == phaseRunning {
@@ -198,6 +214,14 @@ func (m *Machine) onCommitDone(e CommitDone) {
 	} else {
 		m.settle()
 	}
+}
+
+// succeed counts the success of the step at i, with its output, and releases its dependents.
+func (m *Machine) succeed(i int32, output []byte) {
+	m.steps[i].status = StepSucceeded
+	m.setOutput(m.ix.ids[i], output)
+	m.done++
+	m.release(i)
 }
 
 // release counts the success of the step at i for each dependent and queues those whose

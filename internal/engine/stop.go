@@ -62,7 +62,7 @@ func (m *Machine) cancelInFlight() {
 // first commits as skipped every step that never started (or waits for a retry): those can
 // never run now.
 func (m *Machine) settle() {
-	if m.phase != phaseStopping || m.inflight > 0 || len(m.commits) > 0 {
+	if m.phase != phaseStopping || m.inflight > 0 || len(m.commits) > 0 || m.unconfirmed {
 		return
 	}
 	if m.final == RunFailed && !m.skipsIssued {
@@ -112,6 +112,21 @@ func (m *Machine) onFinalizeDone(e FinalizeDone) {
 		f := *m.finalization
 		f.NotBefore = m.now.Add(FinalizeRetryDelay)
 		m.emit(f)
+	}
+}
+
+// onConfirmed lets the steps that are not pure start, and the run finalize, once the
+// execution's start is written.
+func (m *Machine) onConfirmed() {
+	if !m.unconfirmed {
+		return
+	}
+	m.unconfirmed = false
+	switch m.phase {
+	case phaseRunning:
+		m.schedule()
+	case phaseStopping:
+		m.settle()
 	}
 }
 

@@ -11,11 +11,12 @@ import (
 )
 
 // Echo returns the echo handler: its output is `with.value` (any JSON value), or null when
-// value is absent. It never fails and is safe for concurrent use.
+// value is absent. It never fails, is safe for concurrent use and is pure (step.Pure): the
+// steps that need it do not wait for the write of its success.
 func Echo() step.Handler {
-	return step.HandlerFunc(func(_ context.Context, req *step.Request) (step.Result, error) {
+	return step.Pure(step.HandlerFunc(func(_ context.Context, req *step.Request) (step.Result, error) {
 		return step.Result{Output: req.With["value"]}, nil
-	})
+	}))
 }
 
 // Sleep returns the sleep handler. `with.duration` is a Go duration string ("250ms") or a

@@ -27,9 +27,10 @@ type Request struct {
 	Ledger []*messages.LedgerEntry
 	// Run is the shared run the request belongs to: its shard and its order.
 	Run string
-	// Async marks an append that nothing waits for: over a store.AppendCommitter, like a
-	// step's "running" record, it may wait up to the start hold for more requests to share
-	// its write.
+	// Async marks a request that nothing waits for. An async commit (a pure step's success,
+	// whose dependents already run) may wait up to the start hold, like a step's "running"
+	// record, for the records that follow it. An async append may, over a
+	// store.AppendCommitter, wait up to the async hold.
 	Async bool
 	Done  func(error)
 }
@@ -231,7 +232,7 @@ func (c *Committer) holdFor(ctx context.Context, ch chan Request, batch []Reques
 			if !c.holdable(batch[len(batch)-1:]) {
 				return batch
 			}
-			if r.Async && !long {
+			if r.Async && r.Ledger != nil && !long {
 				long = true
 				t.Reset(time.Until(start.Add(c.asyncHold)))
 			}
@@ -247,7 +248,7 @@ func (c *Committer) holdFor(ctx context.Context, ch chan Request, batch []Reques
 // hasAsync reports whether batch has an async append.
 func hasAsync(batch []Request) bool {
 	for _, r := range batch {
-		if r.Async {
+		if r.Async && r.Ledger != nil {
 			return true
 		}
 	}
@@ -258,12 +259,13 @@ func hasAsync(batch []Request) bool {
 // begins to hold a batch of starts.
 var testHookHold func()
 
-// holdable reports whether batch holds nothing but steps' "running" records and, over a store
-// that folds appends into commits, async appends: requests nothing waits on, which may wait for
-// company. (Elsewhere an async append would only be written later, and not in fewer calls.)
+// holdable reports whether batch holds nothing but steps' "running" records, async commits
+// and, over a store that folds appends into commits, async appends: requests nothing waits on,
+// which may wait for company. (Elsewhere an async append would only be written later, and not
+// in fewer calls.)
 func (c *Committer) holdable(batch []Request) bool {
 	for _, r := range batch {
-		if r.Ledger != nil && (!r.Async || !c.folds) || r.Ledger == nil && r.Commit.Step.GetStatus() != messages.StepRunning {
+		if r.Ledger != nil && (!r.Async || !c.folds) || r.Ledger == nil && !r.Async && r.Commit.Step.GetStatus() != messages.StepRunning {
 			return false
 		}
 	}
@@ -462,8 +464,10 @@ func (c *Committer) answer(batch []Request, commits []store.StepCommit, slot []i
 
 // merge folds a step's "running" record into a later record of the same attempt in the same
 // batch (a fast step finishes before its start was written): one fenced write then carries
-// both ledger entries, in order, and the final state. slot[i] is the commit that carries
-// batch[i].
+// both ledger entries, in order, and the final state. It folds only when no other record of
+// the run came in between: the folded write takes the start's place, and moving a record of
+// another step (or the run's finish, which rides on a commit) across it would reorder the
+// run's ledger. slot[i] is the commit that carries batch[i].
 func merge(batch []Request) (commits []store.StepCommit, slot []int) {
 	type key struct {
 		exec, step string
@@ -472,11 +476,17 @@ func merge(batch []Request) (commits []store.StepCommit, slot []int) {
 	}
 	slot = make([]int, len(batch))
 	pending := map[key]int{} // running record -> its index in commits
+	last := map[string]int{} // run -> the index in commits of its last record
 	commits = make([]store.StepCommit, 0, len(batch))
 	for i, r := range batch {
 		st := r.Commit.Step
 		k := key{r.Commit.ExecutionID, st.GetStepId(), st.GetAttempts(), r.Commit.Epoch}
-		if j, ok := pending[k]; ok && st.GetStatus() != messages.StepRunning {
+		j, ok := pending[k]
+		if ok && st.GetStatus() != messages.StepRunning && last[r.Run] != j {
+			delete(pending, k) // another record of the run came in between: no fold
+			ok = false
+		}
+		if ok && st.GetStatus() != messages.StepRunning {
 			prev := commits[j]
 			ledger := make([]*messages.LedgerEntry, 0, len(prev.Ledger)+len(r.Commit.Ledger))
 			ledger = append(append(ledger, prev.Ledger...), r.Commit.Ledger...)
@@ -494,6 +504,7 @@ func merge(batch []Request) (commits []store.StepCommit, slot []int) {
 		if st.GetStatus() == messages.StepRunning {
 			pending[k] = len(commits)
 		}
+		last[r.Run] = len(commits)
 		commits = append(commits, r.Commit)
 	}
 	return commits, slot

@@ -150,6 +150,94 @@ func TestCommitter_startWaitsForItsEnd(t *testing.T) {
 	}
 }
 
+// TestCommitter_asyncCommitWaitsForWhatFollows: the success of a pure step, whose dependents
+// already run (Request.Async), is held like a start for the records that follow it: a chain of
+// two steps goes in one store call. Alone, it is written when the hold is over.
+func TestCommitter_asyncCommitWaitsForWhatFollows(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		hold  time.Duration
+		chain bool
+	}{{"chain", time.Minute, true}, {"alone", time.Millisecond, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &countingStore{Store: openStore(t)}
+			ctx, holding, g, done, submit := holdRig(t, st, ledger.CommitterConfig{StartHold: tc.hold})
+			record := func(step, status, kind string) store.StepCommit {
+				sc := stepRecord(status, kind)
+				sc.Step.StepId = step
+				return sc
+			}
+			submit(ledger.Request{Commit: record("a", messages.StepSucceeded, messages.KindStepSucceeded), Async: true})
+			select {
+			case <-holding:
+			case <-ctx.Done():
+				t.Fatal("the async commit was not held")
+			}
+			want := 1
+			if tc.chain {
+				submit(ledger.Request{Commit: record("b", messages.StepRunning, messages.KindStepStarted)})
+				submit(ledger.Request{Commit: record("b", messages.StepSucceeded, messages.KindStepSucceeded)})
+				want = 3
+			}
+			awaitAnswers(ctx, t, done, want)
+			if err := g.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := st.calls.Load(); n != 1 {
+				t.Fatalf("%d CommitSteps calls, want 1", n)
+			}
+			entries, err := st.ReadLedger(ctx, "r1", 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(entries) != want {
+				t.Fatalf("ledger = %v, want %d entries", entries, want)
+			}
+		})
+	}
+}
+
+// TestCommitter_foldKeepsTheRunsOrder: a step's start folds into its end only when no other
+// record of the run came between them; otherwise the run's ledger keeps the order the records
+// were submitted in (a finish riding on the last one must stay last).
+func TestCommitter_foldKeepsTheRunsOrder(t *testing.T) {
+	st := &countingStore{Store: openStore(t)}
+	ctx, holding, g, done, submit := holdRig(t, st, ledger.CommitterConfig{StartHold: time.Minute})
+	record := func(step, status, kind string) store.StepCommit {
+		sc := stepRecord(status, kind)
+		sc.Step.StepId, sc.Ledger[0].StepId = step, step
+		return sc
+	}
+	submit(ledger.Request{Run: "r1", Commit: record("b", messages.StepRunning, messages.KindStepStarted)})
+	select {
+	case <-holding:
+	case <-ctx.Done():
+		t.Fatal("the start was not held")
+	}
+	submit(ledger.Request{Run: "r1", Commit: record("c", messages.StepRunning, messages.KindStepStarted)})
+	submit(ledger.Request{Run: "r1", Commit: record("c", messages.StepSucceeded, messages.KindStepSucceeded), Async: true})
+	submit(ledger.Request{Run: "r1", Commit: record("b", messages.StepSucceeded, messages.KindStepSucceeded)})
+	awaitAnswers(ctx, t, done, 4)
+	if err := g.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.calls.Load(); n != 1 {
+		t.Fatalf("%d CommitSteps calls, want 1", n)
+	}
+	entries, err := st.ReadLedger(ctx, "r1", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.StepId+" "+e.Kind)
+	}
+	want := []string{"b step_started", "c step_started", "c step_succeeded", "b step_succeeded"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("ledger = %v, want %v", got, want)
+	}
+}
+
 // boltCounting is a bolt store that counts its ledger and commit calls by kind.
 type boltCounting struct {
 	*boltstore.Store

@@ -60,6 +60,22 @@ type HandlerFunc func(ctx context.Context, req *Request) (Result, error)
 // Run calls f.
 func (f HandlerFunc) Run(ctx context.Context, req *Request) (Result, error) { return f(ctx, req) }
 
+// Pure marks h as a pure handler: its output is a function of the request's With, TenantID and
+// ExecutionID alone (the same request gives the same result), and it has no side effect. The
+// engine then starts the steps that need a pure step as soon as its success is on its way to
+// the store, without waiting for the write: a crash that loses the write runs the step again,
+// which gives the same output. Wrap only what is truly pure (a transform, a template);
+// anything that calls out, reads a clock or draws a random number is not.
+func Pure(h Handler) Handler { return pureHandler{h} }
+
+// IsPure reports whether h was marked with Pure.
+func IsPure(h Handler) bool {
+	_, ok := h.(pureHandler)
+	return ok
+}
+
+type pureHandler struct{ Handler }
+
 // PermanentError marks a failure that retrying cannot fix; the engine stops retrying the step.
 type PermanentError struct{ Err error }
 
@@ -107,6 +123,12 @@ func (r *Registry) Get(name string) (Handler, bool) {
 	defer r.mu.RUnlock()
 	h, ok := r.m[name]
 	return h, ok
+}
+
+// Pure reports whether the handler registered under name is pure (see Pure).
+func (r *Registry) Pure(name string) bool {
+	h, ok := r.Get(name)
+	return ok && IsPure(h)
 }
 
 // Has reports whether name is registered (the dag validator's known-handler check).

@@ -88,6 +88,18 @@ type ExecutionLifecycle interface {
 	FinishExecution(ctx context.Context, f ExecutionFinish) (FinishResult, error)
 }
 
+// QueuedStarter is an ExecutionLifecycle whose writes apply in the order they are queued,
+// whichever goroutine queues them (bbolt's one writer): an optional capability, checked by
+// type assertion. QueueStartExecution queues StartExecution's write and returns once it is
+// queued, so that every write queued afterwards (the execution's step commits) applies after
+// it, in its transaction or a later one, and is refused if it was (a commit of an execution
+// that does not exist is ErrNotFound). The start may wait a little for a write to share its
+// transaction. wait blocks until it is written and returns StartExecution's answer; it may be
+// called more than once and from any goroutine (each call returns the same answer).
+type QueuedStarter interface {
+	QueueStartExecution(ctx context.Context, s ExecutionStart) (wait func() (StartResult, error), err error)
+}
+
 // StartCheck is StartExecution's decision on run r for execution execID of instance
 // instanceID with local run localRunID (backends and callers that mark a run by other means
 // share it): mark reports that the run is to be marked running; false with a nil error means

@@ -2,12 +2,14 @@ package boltstore
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -120,5 +122,62 @@ func TestStore_closeCommitsAHeldWrite(t *testing.T) {
 	defer again.Close()
 	if _, err := again.GetInstance(ctx, "i1"); err != nil {
 		t.Fatalf("the descriptor held at close, after reopening: %v", err)
+	}
+}
+
+// TestStore_queuedStartSharesTheCommitsAfterIt: a start queued with QueueStartExecution waits
+// for the step commit queued after it and both go in one transaction, the start first; a start
+// that is refused (the run moved) takes the commits queued after it down with it.
+func TestStore_queuedStartSharesTheCommitsAfterIt(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		assigned string // the run's instance: "i1" is the execution's
+	}{{"started", "i1"}, {"refused", "i2"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			s, holding, groups := deferRig(t, filepath.Join(t.TempDir(), "dair.db"), time.Minute)
+			if _, _, err := s.CreateRun(ctx, &messages.SharedRun{SharedRunId: "r1", TenantId: "t1", Status: messages.RunDispatched,
+				AssignedRuntimeInstanceId: tc.assigned, CreatedAt: 1}); err != nil {
+				t.Fatal(err)
+			}
+			before := len(groups())
+			wait, err := s.QueueStartExecution(ctx, store.ExecutionStart{
+				Execution: &messages.Execution{ExecutionId: "x1", SharedRunId: "r1", RuntimeInstanceId: "i1", Epoch: 1, Status: messages.RunRunning},
+				Entry:     &messages.LedgerEntry{Kind: messages.KindExecutionStarted}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-holding:
+			case <-ctx.Done():
+				t.Fatal("the queued start was not held")
+			}
+			errs, err := s.CommitSteps(ctx, []store.StepCommit{{ExecutionID: "x1", Epoch: 1,
+				Step:   &messages.StepState{StepId: "a", Status: messages.StepSucceeded, Attempts: 1},
+				Ledger: []*messages.LedgerEntry{{Kind: messages.KindStepSucceeded, StepId: "a"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, startErr := wait()
+			if again, err := wait(); again != res || !errors.Is(err, startErr) {
+				t.Fatalf("second wait = %+v, %v; first %+v, %v", again, err, res, startErr)
+			}
+			if tc.assigned == "i1" {
+				if startErr != nil || !res.Created || errs[0] != nil {
+					t.Fatalf("start = %+v, %v; commit %v", res, startErr, errs[0])
+				}
+				if g := groups()[before:]; !slices.Equal(g, []int{2}) {
+					t.Fatalf("groups committed = %v, want one of the start and the commit", g)
+				}
+				return
+			}
+			if !errors.Is(startErr, store.ErrRunMoved) || !errors.Is(errs[0], store.ErrNotFound) {
+				t.Fatalf("start = %v, commit = %v: want the run moved, and the execution not found", startErr, errs[0])
+			}
+			if _, _, err := s.GetExecution(ctx, "x1"); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("GetExecution after a refused start = %v", err)
+			}
+		})
 	}
 }

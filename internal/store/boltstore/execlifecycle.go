@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
@@ -15,17 +16,51 @@ import (
 
 var _ store.ExecutionLifecycle = (*Store)(nil)
 
+var _ store.QueuedStarter = (*Store)(nil)
+
 // StartExecution creates the execution and marks its run running in one write transaction.
 // See store.ExecutionLifecycle.
 func (s *Store) StartExecution(ctx context.Context, st store.ExecutionStart) (store.StartResult, error) {
+	req, res, err := s.startRequest(st)
+	if err == nil {
+		err = s.write(ctx, req)
+	}
+	return startAnswer(st, res, err)
+}
+
+// QueueStartExecution hands StartExecution's write to the writer goroutine, deferrable (it
+// waits up to the defer hold for the step commits queued after it), and returns once the
+// writer took it. See store.QueuedStarter.
+func (s *Store) QueueStartExecution(ctx context.Context, st store.ExecutionStart) (func() (store.StartResult, error), error) {
+	req, res, err := s.startRequest(st)
+	if err != nil {
+		return nil, err
+	}
+	req.deferrable = true
+	if err := s.queue(ctx, req); err != nil {
+		return nil, err
+	}
+	return sync.OnceValues(func() (store.StartResult, error) { return startAnswer(st, res, <-req.done) }), nil
+}
+
+// startAnswer is StartExecution's answer once its write returned err.
+func startAnswer(st store.ExecutionStart, res *store.StartResult, err error) (store.StartResult, error) {
+	if err != nil {
+		return store.StartResult{}, wrap("start execution", st.Execution.GetExecutionId(), err)
+	}
+	return *res, nil
+}
+
+// startRequest is the write of StartExecution; res is its result once written.
+func (s *Store) startRequest(st store.ExecutionStart) (writeReq, *store.StartResult, error) {
 	x := st.Execution
 	id, runID := x.GetExecutionId(), x.GetSharedRunId()
 	if id == "" || runID == "" || st.Entry == nil {
-		return store.StartResult{}, errors.New("boltstore: start execution: empty execution or run id, or no entry")
+		return writeReq{}, nil, errors.New("boltstore: start execution: empty execution or run id, or no entry")
 	}
-	var res store.StartResult
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		res = store.StartResult{}
+	res := &store.StartResult{}
+	return writeReq{done: make(chan error, 1), fn: func(tx *bolt.Tx) error {
+		*res = store.StartResult{}
 		r := &messages.SharedRun{}
 		if err := getFound(tx, bRuns, []byte(runID), r); err != nil {
 			return err
@@ -58,11 +93,7 @@ func (s *Store) StartExecution(ctx context.Context, st store.ExecutionStart) (st
 		entry, err := writeRun(tx, now, r, st.Entry, nil)
 		res.Entry = entry
 		return err
-	})
-	if err != nil {
-		return store.StartResult{}, wrap("start execution", id, err)
-	}
-	return res, nil
+	}}, res, nil
 }
 
 // FinishExecution ends the execution, its run and the run's hold in one write transaction.
