@@ -285,17 +285,26 @@ func (s *Store) updateDeferred(ctx context.Context, fn func(tx *bolt.Tx) error) 
 
 // write hands req to the writer goroutine and waits for its outcome.
 func (s *Store) write(ctx context.Context, req writeReq) error {
+	if err := s.queue(ctx, req); err != nil {
+		return err
+	}
+	return <-req.done
+}
+
+// queue hands req to the writer goroutine: once it returns nil, req applies before every
+// write queued after it, and its outcome comes on req.done.
+func (s *Store) queue(ctx context.Context, req writeReq) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	select {
 	case s.writes <- req:
+		return nil
 	case <-s.stop:
 		return ErrClosed
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return <-req.done
 }
 
 // view runs fn in a read transaction.
