@@ -99,99 +99,70 @@ func (s *countingStore) CommitSteps(ctx context.Context, commits []store.StepCom
 	return s.Store.CommitSteps(ctx, commits)
 }
 
+// stepRecordOf is the commit of step id of execution x1 (run r1) in status.
+func stepRecordOf(id, status, kind string) store.StepCommit {
+	sc := stepRecord(status, kind)
+	sc.Step.StepId, sc.Ledger[0].StepId = id, id
+	return sc
+}
+
 // stepRecord is the commit of step a of execution x1 (run r1) in status.
 func stepRecord(status, kind string) store.StepCommit {
 	return store.StepCommit{ExecutionID: "x1", Epoch: 1, Step: &messages.StepState{StepId: "a", Status: status, Attempts: 1},
 		Ledger: []*messages.LedgerEntry{{SharedRunId: "r1", Kind: kind}}}
 }
 
-// TestCommitter_startWaitsForItsEnd: a step's "running" record that is alone in its batch
-// waits (StartHold) for the step's end, and both go in one write; a start whose end does not
-// come is written when the hold is over.
-func TestCommitter_startWaitsForItsEnd(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		hold  time.Duration
-		ended bool
-	}{{"fast step", time.Minute, true}, {"slow step", time.Millisecond, false}} {
-		t.Run(tc.name, func(t *testing.T) {
-			st := &countingStore{Store: openStore(t)}
-			ctx, holding, g, done, submitReq := holdRig(t, st, ledger.CommitterConfig{StartHold: tc.hold})
-			submit := func(sc store.StepCommit) { submitReq(ledger.Request{Commit: sc}) }
-			submit(stepRecord(messages.StepRunning, messages.KindStepStarted))
-			want := 1
-			if tc.ended {
-				select {
-				case <-holding: // the start is held: its end comes after, as a fast step's does
-				case <-ctx.Done():
-					t.Fatal("the start was not held")
-				}
-				submit(stepRecord(messages.StepSucceeded, messages.KindStepSucceeded))
-				want = 2
-			}
-			awaitAnswers(ctx, t, done, want)
-			if err := g.Stop(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if n := st.calls.Load(); n != 1 {
-				t.Fatalf("%d CommitSteps calls, want 1", n)
-			}
-			if n := st.commits.Load(); n != 1 {
-				t.Fatalf("%d commits written, want 1 (the start folded into its end)", n)
-			}
-			entries, err := st.ReadLedger(ctx, "r1", 0, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(entries) != want || entries[0].Kind != messages.KindStepStarted {
-				t.Fatalf("ledger = %v", entries)
-			}
-		})
+// TestCommitter_heldRecordsWaitForWhatFollows: a record nothing waits on and that is alone in
+// its batch waits (StartHold) for what follows, and all of it goes in one store call: a step's
+// "running" record for the step's end (both in one write), a pure step's success
+// (Request.Async, its dependents already run) for the next step's records. A record whose
+// follower does not come is written when the hold is over.
+func TestCommitter_heldRecordsWaitForWhatFollows(t *testing.T) {
+	start := func(step string) ledger.Request {
+		return ledger.Request{Commit: stepRecordOf(step, messages.StepRunning, messages.KindStepStarted)}
 	}
-}
-
-// TestCommitter_asyncCommitWaitsForWhatFollows: the success of a pure step, whose dependents
-// already run (Request.Async), is held like a start for the records that follow it: a chain of
-// two steps goes in one store call. Alone, it is written when the hold is over.
-func TestCommitter_asyncCommitWaitsForWhatFollows(t *testing.T) {
+	end := func(step string, async bool) ledger.Request {
+		return ledger.Request{Commit: stepRecordOf(step, messages.StepSucceeded, messages.KindStepSucceeded), Async: async}
+	}
 	for _, tc := range []struct {
-		name  string
-		hold  time.Duration
-		chain bool
-	}{{"chain", time.Minute, true}, {"alone", time.Millisecond, false}} {
+		name    string
+		hold    time.Duration
+		first   ledger.Request
+		follow  []ledger.Request
+		commits int64    // commits written (a start folds into its end)
+		kinds   []string // the run's ledger
+	}{
+		{"fast step", time.Minute, start("a"), []ledger.Request{end("a", false)}, 1,
+			[]string{messages.KindStepStarted, messages.KindStepSucceeded}},
+		{"slow step", time.Millisecond, start("a"), nil, 1, []string{messages.KindStepStarted}},
+		{"pure step, then the next", time.Minute, end("a", true), []ledger.Request{start("b"), end("b", false)}, 2,
+			[]string{messages.KindStepSucceeded, messages.KindStepStarted, messages.KindStepSucceeded}},
+		{"pure step alone", time.Millisecond, end("a", true), nil, 1, []string{messages.KindStepSucceeded}},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &countingStore{Store: openStore(t)}
 			ctx, holding, g, done, submit := holdRig(t, st, ledger.CommitterConfig{StartHold: tc.hold})
-			record := func(step, status, kind string) store.StepCommit {
-				sc := stepRecord(status, kind)
-				sc.Step.StepId = step
-				return sc
-			}
-			submit(ledger.Request{Commit: record("a", messages.StepSucceeded, messages.KindStepSucceeded), Async: true})
+			submit(tc.first)
 			select {
-			case <-holding:
+			case <-holding: // held: what follows comes after, as a fast step's end does
 			case <-ctx.Done():
-				t.Fatal("the async commit was not held")
+				t.Fatal("the first record was not held")
 			}
-			want := 1
-			if tc.chain {
-				submit(ledger.Request{Commit: record("b", messages.StepRunning, messages.KindStepStarted)})
-				submit(ledger.Request{Commit: record("b", messages.StepSucceeded, messages.KindStepSucceeded)})
-				want = 3
+			for _, r := range tc.follow {
+				submit(r)
 			}
-			awaitAnswers(ctx, t, done, want)
+			awaitAnswers(ctx, t, done, 1+len(tc.follow))
 			if err := g.Stop(ctx); err != nil {
 				t.Fatal(err)
 			}
 			if n := st.calls.Load(); n != 1 {
 				t.Fatalf("%d CommitSteps calls, want 1", n)
 			}
-			entries, err := st.ReadLedger(ctx, "r1", 0, 0)
-			if err != nil {
-				t.Fatal(err)
+			if n := st.commits.Load(); n != tc.commits {
+				t.Fatalf("%d commits written, want %d", n, tc.commits)
 			}
-			if len(entries) != want {
-				t.Fatalf("ledger = %v, want %d entries", entries, want)
+			if kinds := ledgerKinds(ctx, t, st, "r1"); fmt.Sprint(kinds) != fmt.Sprint(tc.kinds) {
+				t.Fatalf("ledger kinds = %v, want %v", kinds, tc.kinds)
 			}
 		})
 	}
@@ -203,11 +174,7 @@ func TestCommitter_asyncCommitWaitsForWhatFollows(t *testing.T) {
 func TestCommitter_foldKeepsTheRunsOrder(t *testing.T) {
 	st := &countingStore{Store: openStore(t)}
 	ctx, holding, g, done, submit := holdRig(t, st, ledger.CommitterConfig{StartHold: time.Minute})
-	record := func(step, status, kind string) store.StepCommit {
-		sc := stepRecord(status, kind)
-		sc.Step.StepId, sc.Ledger[0].StepId = step, step
-		return sc
-	}
+	record := stepRecordOf
 	submit(ledger.Request{Run: "r1", Commit: record("b", messages.StepRunning, messages.KindStepStarted)})
 	select {
 	case <-holding:

@@ -24,7 +24,7 @@ func Protoactor() []goleak.Option {
 // the actor; nothing cancels them), the graceful remote stop that waits for that writer in the
 // background (cluster's bounded stop returns without it), and the gRPC client connection of
 // every failed attempt, which its writer dials anew without closing the previous one (those are
-// never closed).
+// never closed), with the stream watcher of the stream that was open on it.
 func ProtoactorReconnects() []goleak.Option {
 	return []goleak.Option{
 		goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/remote.(*endpointWriter).initialize"),
@@ -32,5 +32,6 @@ func ProtoactorReconnects() []goleak.Option {
 		goleak.IgnoreTopFunction("google.golang.org/grpc/internal/grpcsync.(*CallbackSerializer).run"),
 		goleak.IgnoreAnyFunction("google.golang.org/grpc.(*addrConn).resetTransportAndUnlock"),
 		goleak.IgnoreAnyFunction("google.golang.org/grpc.(*ccBalancerWrapper).updateClientConnState"),
+		goleak.IgnoreTopFunction("google.golang.org/grpc.newClientStreamWithParams.func4"),
 	}
 }
