@@ -14,7 +14,10 @@
 // A Machine waits for Loaded (the execution record's status, the committed step records and the
 // run's input). A step's attempt begins with a Commit of its start and a StartStep; its outcome
 // (AttemptSucceeded, AttemptFailed, AttemptTimedOut) becomes a Commit of the result. A step's
-// dependents become ready only when the commit of its success is answered (CommitDone). A
+// dependents become ready only when the commit of its success is answered (CommitDone), unless
+// its handler is pure (Config.Pure): then they are ready as the Commit is sent (Commit.Async),
+// and the run finalizes only once every commit is answered. An execution loaded Unconfirmed
+// (its start queued, not yet written) starts only pure steps until Confirmed. A
 // failure with attempts left commits the step back to pending and asks for a ScheduleRetry; a
 // failure with none left commits the step failed, cancels the attempts in flight, commits every
 // step that never started as skipped, and finalizes the run as failed. Cancel does the same
