@@ -70,7 +70,7 @@ func TestCluster_killNodeWithMostExecutions(t *testing.T) {
 		_, err := c.PutTenant(ctx, tenantOf(ts))
 		require.NoError(t, err)
 	}
-	_, err := c.PutPipeline(ctx, "crashy", []byte(httpChain(cs.URL, 20)))
+	_, err := c.PutPipeline(ctx, "crashy", []byte(httpChain(cs.URL, 20, false)))
 	require.NoError(t, err)
 
 	tenants := []string{"tenant-a", "tenant-b", "default"}
@@ -263,7 +263,7 @@ func busyCluster(t *testing.T, ctx context.Context, stepDelay time.Duration) *bu
 	b.c = b.pc.Node(0).Client()
 	_, err := b.c.PutTenant(ctx, acmeTenant())
 	require.NoError(t, err)
-	_, err = b.c.PutPipeline(ctx, "crashy", []byte(httpChain(b.calls.URL, 20)))
+	_, err = b.c.PutPipeline(ctx, "crashy", []byte(httpChain(b.calls.URL, 20, false)))
 	require.NoError(t, err)
 	for i := 0; i < 30; i++ {
 		s, err := b.c.Submit(ctx, httpapi.SubmitRequest{Pipeline: "crashy", TenantID: "acme"})

@@ -63,30 +63,23 @@ func (cs *countingServer) snapshot() map[string]int {
 	return out
 }
 
-func httpChain(url string, n int) string {
+// httpChain is the pipeline "crashy": a chain of n http steps to url. With echoes, each http
+// step is followed by a pure echo step that reads its status, which the next http step needs
+// (2n steps, half of them released before their commits land).
+func httpChain(url string, n int, echoes bool) string {
 	var b strings.Builder
 	b.WriteString("key: crashy\nsteps:\n")
+	prev := ""
 	for i := 1; i <= n; i++ {
 		fmt.Fprintf(&b, "  - id: s%02d\n    uses: http\n    with: {url: %q}\n    retry: {max_attempts: 5, backoff: 50ms}\n", i, url)
-		if i > 1 {
-			fmt.Fprintf(&b, "    needs: [s%02d]\n", i-1)
+		if prev != "" {
+			fmt.Fprintf(&b, "    needs: [%s]\n", prev)
 		}
-	}
-	return b.String()
-}
-
-// httpEchoChain is httpChain of n http steps each followed by a pure echo step that reads its
-// status, which the next http step needs: 2n steps, half of them released before their
-// commits land.
-func httpEchoChain(url string, n int) string {
-	var b strings.Builder
-	b.WriteString("key: crashy\nsteps:\n")
-	for i := 1; i <= n; i++ {
-		fmt.Fprintf(&b, "  - id: s%02d\n    uses: http\n    with: {url: %q}\n    retry: {max_attempts: 5, backoff: 50ms}\n", i, url)
-		if i > 1 {
-			fmt.Fprintf(&b, "    needs: [e%02d]\n", i-1)
+		prev = fmt.Sprintf("s%02d", i)
+		if echoes {
+			fmt.Fprintf(&b, "  - id: e%02d\n    uses: echo\n    needs: [%s]\n    with: {value: \"{{ .steps.%s.output.status }}\"}\n", i, prev, prev)
+			prev = fmt.Sprintf("e%02d", i)
 		}
-		fmt.Fprintf(&b, "  - id: e%02d\n    uses: echo\n    needs: [s%02d]\n    with: {value: \"{{ .steps.s%02d.output.status }}\"}\n", i, i, i)
 	}
 	return b.String()
 }
@@ -134,8 +127,8 @@ func TestCrash_sigkillMidRunResumesExactlyOnce(t *testing.T) {
 				name  string
 				chain func(url string) string
 			}{
-				{"http", func(url string) string { return httpChain(url, 20) }},
-				{"http and echo", func(url string) string { return httpEchoChain(url, 10) }},
+				{"http", func(url string) string { return httpChain(url, 20, false) }},
+				{"http and echo", func(url string) string { return httpChain(url, 10, true) }},
 			} {
 				t.Run(shape.name, func(t *testing.T) { sigkillMidRun(t, backend, shape.chain) })
 			}

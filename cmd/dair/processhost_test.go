@@ -344,7 +344,7 @@ func TestProcessHost_killedHostRunsResume(t *testing.T) {
 	c := client.New(cp.url, "")
 	_, err := c.PutTenant(ctx, soloTenant())
 	require.NoError(t, err)
-	_, err = c.PutPipeline(ctx, "crashy", []byte(httpChain(cs.URL, 10)))
+	_, err = c.PutPipeline(ctx, "crashy", []byte(httpChain(cs.URL, 10, false)))
 	require.NoError(t, err)
 	var ids []string
 	for i := 0; i < 8; i++ {

@@ -114,7 +114,7 @@ func (s crashScenario) run(t *testing.T, storeURL string) {
 // submit stores the pipeline and the tenants and submits their runs; it returns the run ids by
 // tenant.
 func (s crashScenario) submit(t *testing.T, ctx context.Context, c *client.Client, url string) map[string][]string {
-	_, err := c.PutPipeline(ctx, "crashy", []byte(httpChain(url, 10)))
+	_, err := c.PutPipeline(ctx, "crashy", []byte(httpChain(url, 10, false)))
 	require.NoError(t, err)
 	byTenant := map[string][]string{}
 	for _, tenant := range append([]string{s.impacted}, s.safe...) {

@@ -78,7 +78,7 @@ func TestCluster_usageEqualsLedgerUnderFaults(t *testing.T) {
 	c := u.pc.Node(0).Client()
 	_, err := c.PutTenant(ctx, acmeTenant())
 	require.NoError(t, err)
-	_, err = c.PutPipeline(ctx, "crashy", []byte(httpChain(cs.URL, 20)))
+	_, err = c.PutPipeline(ctx, "crashy", []byte(httpChain(cs.URL, 20, false)))
 	require.NoError(t, err)
 
 	// Pause: the busiest node is frozen until the survivors declare it lost, then resumed (its
