@@ -21,18 +21,10 @@ func AppendDelivery(b []byte, session uint64, env *MessageEnvelope) ([]byte, err
 	if env != nil && !plainEnvelope(env) {
 		return appendProto(b, &AgentDelivery{Session: session, Envelope: env})
 	}
-	es, n := 0, varintFieldSize(session)
-	if env != nil {
-		es = envelopeSize(env)
-		n += 1 + protowire.SizeBytes(es)
+	if env == nil {
+		return appendSessioned(b, session, -1, nil), nil
 	}
-	b = appendLen(b, 2, n)
-	b = appendVarintField(b, 1, session)
-	if env != nil {
-		b = appendLen(b, 2, es)
-		b = appendEnvelope(b, env)
-	}
-	return b, nil
+	return appendSessioned(b, session, envelopeSize(env), func(b []byte) []byte { return appendEnvelope(b, env) }), nil
 }
 
 // AppendResult appends result (session, o) to b as one element of AgentSendResponse.packed (o
@@ -41,22 +33,32 @@ func AppendResult(b []byte, session uint64, o *DeliveryOutcome) ([]byte, error) 
 	if o != nil && (len(o.unknownFields) > 0 || !validUTF8(o.ContentType, o.Reason, o.WorkerId)) {
 		return appendProto(b, &AgentDeliveryResult{Session: session, Outcome: o})
 	}
-	os, n := 0, varintFieldSize(session)
-	if o != nil {
-		os = outcomeSize(o)
-		n += 1 + protowire.SizeBytes(os)
+	if o == nil {
+		return appendSessioned(b, session, -1, nil), nil
 	}
-	b = appendLen(b, 2, n)
-	b = appendVarintField(b, 1, session)
-	if o != nil {
-		b = appendLen(b, 2, os)
+	return appendSessioned(b, session, outcomeSize(o), func(b []byte) []byte {
 		b = appendVarintField(b, 1, uint64(o.Status)) // an enum is its int32, sign-extended
 		b = appendBytesField(b, 2, o.Response)
 		b = appendStringField(b, 3, o.ContentType)
 		b = appendStringField(b, 4, o.Reason)
-		b = appendStringField(b, 5, o.WorkerId)
+		return appendStringField(b, 5, o.WorkerId)
+	}), nil
+}
+
+// appendSessioned appends one element of a packed form (unpackSessioned reads it): a message of
+// session (field 1) and, unless body is nil, a body of size bytes (field 2) that body appends.
+func appendSessioned(b []byte, session uint64, size int, body func([]byte) []byte) []byte {
+	n := varintFieldSize(session)
+	if body != nil {
+		n += 1 + protowire.SizeBytes(size)
 	}
-	return b, nil
+	b = appendLen(b, 2, n)
+	b = appendVarintField(b, 1, session)
+	if body != nil {
+		b = appendLen(b, 2, size)
+		b = body(b)
+	}
+	return b
 }
 
 // appendProto appends m to b as field 2 with proto.Marshal.
