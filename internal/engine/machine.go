@@ -232,15 +232,6 @@ func (m *Machine) commitWith(i int32, rec *messages.StepState, le *messages.Ledg
 	m.emit(Commit{ID: m.nextID, Record: rec, Ledger: le, Finalize: fin})
 }
 
-// commitApplied emits the Commit of a pure step's success and applies the success at once:
-// the step counts as done and its dependents are released before the answer (Commit.Async).
-func (m *Machine) commitApplied(i int32, rec *messages.StepState, le *messages.LedgerEntry) {
-	m.nextID++
-	m.commits = append(m.commits, pendingCommit{id: m.nextID, step: i, status: StepSucceeded, applied: true})
-	m.emit(Commit{ID: m.nextID, Record: rec, Ledger: le, Async: true})
-	m.succeed(i, rec.Output)
-}
-
 // pure reports whether the step at i runs a pure handler (Config.Pure).
 func (m *Machine) pure(i int32) bool {
 	return m.cfg.Pure != nil && m.cfg.Pure(m.ix.steps[i].Uses)

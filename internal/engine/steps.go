@@ -112,14 +112,19 @@ func (m *Machine) onSucceeded(e AttemptSucceeded) error {
 		m.schedule()
 		return nil
 	}
+	// A pure step's success counts now (its dependents start on it); the answer only matters
+	// when it refuses.
 	k := len(m.out)
-	m.commitApplied(i, rec, le)
+	m.commit(i, rec, le)
+	m.commits[len(m.commits)-1].applied = true
+	m.succeed(i, rec.Output)
 	m.schedule()
-	if m.inflight == 0 {
-		// Nothing started: the machine waits for this answer (to finalize, or for a retry
-		// timer), so it is not async: the shell writes it at once.
+	if m.inflight > 0 {
+		// Something runs on: nothing waits for this commit, which the shell may hold for the
+		// records that follow (Async). Otherwise the machine waits for its answer (to
+		// finalize, or for a retry timer) and the shell writes it at once.
 		c := m.out[k].(Commit)
-		c.Async = false
+		c.Async = true
 		m.out[k] = c
 	}
 	return nil
