@@ -39,10 +39,13 @@ type env struct {
 	handlers    *step.Registry
 	pipelines   *pipelineCache
 	dir         *directory
-	metrics     nodeMetrics
-	pub         *publisher
-	cfg         Config
-	now         func() time.Time
+	// prestarts are the executions the dispatcher starts with their runs' assignments
+	// (prestart.go).
+	prestarts *prestarts
+	metrics   nodeMetrics
+	pub       *publisher
+	cfg       Config
+	now       func() time.Time
 	// group owns the node's background goroutines and timers (and the committer and publisher
 	// loops); Node.Stop cancels it and waits for them.
 	group *workgroup.Group

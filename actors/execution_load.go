@@ -154,12 +154,18 @@ func activate(ctx context.Context, s *execSeed, msg *execLoaded) (*messages.Exec
 
 // newExecution is the record of a new run's execution id at epoch 1, owned by this process.
 func newExecution(s *execSeed, id string) *messages.Execution {
-	now := s.env.now().UnixNano()
+	return executionRecord(s.env, s.req, id, s.localRunID, s.instanceID)
+}
+
+// executionRecord is the record of the new execution id of the run req dispatches, at epoch
+// 1 on instanceID under localRunID, owned by this process.
+func executionRecord(e *env, req *messages.DispatchRequest, id, localRunID, instanceID string) *messages.Execution {
+	now := e.now().UnixNano()
 	return &messages.Execution{
-		ExecutionId: id, SharedRunId: s.req.SharedRunId, LocalRunId: s.localRunID,
-		RuntimeInstanceId: s.instanceID, PipelineKey: s.req.PipelineKey, PipelineHash: s.req.PipelineHash,
-		Epoch: 1, Status: messages.RunRunning, Snapshot: s.req.Snapshot, Input: s.req.Input,
-		CreatedAt: now, UpdatedAt: now, Owner: s.env.incarnation,
+		ExecutionId: id, SharedRunId: req.SharedRunId, LocalRunId: localRunID,
+		RuntimeInstanceId: instanceID, PipelineKey: req.PipelineKey, PipelineHash: req.PipelineHash,
+		Epoch: 1, Status: messages.RunRunning, Snapshot: req.Snapshot, Input: req.Input,
+		CreatedAt: now, UpdatedAt: now, Owner: e.incarnation,
 	}
 }
 
@@ -223,8 +229,13 @@ func startsPure(p *compiled, handlers *step.Registry) bool {
 
 // startEntry is the ledger entry of an activation's start (kind execution_started or recovery).
 func startEntry(s *execSeed, kind, execID string, epoch int64) *messages.LedgerEntry {
-	return &messages.LedgerEntry{Kind: kind, SharedRunId: s.req.SharedRunId, ExecutionId: execID,
-		RuntimeInstanceId: s.instanceID, Epoch: epoch, TenantId: s.req.GetSnapshot().GetTenantId(),
+	return activationEntry(s.req, s.instanceID, kind, execID, epoch)
+}
+
+// activationEntry is startEntry for the run req dispatches to instanceID.
+func activationEntry(req *messages.DispatchRequest, instanceID, kind, execID string, epoch int64) *messages.LedgerEntry {
+	return &messages.LedgerEntry{Kind: kind, SharedRunId: req.SharedRunId, ExecutionId: execID,
+		RuntimeInstanceId: instanceID, Epoch: epoch, TenantId: req.GetSnapshot().GetTenantId(),
 		Reason: reasonFor(kind)}
 }
 

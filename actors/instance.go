@@ -50,10 +50,13 @@ type runEntry struct {
 // capacity and heartbeat through the node's publisher). It rejects a run without an
 // ExecutionContextSnapshot and a run of a tenant that may not use it.
 type instance struct {
-	env       *env
-	spec      InstanceSpec
-	q         *localqueue.Queue
-	execs     map[string]*runEntry // by local run id, while running
+	env   *env
+	spec  InstanceSpec
+	q     *localqueue.Queue
+	execs map[string]*runEntry // by local run id, while running
+	// started are the local runs whose execution the dispatcher started with the assignment
+	// (prestart.go), until they start here.
+	started   map[string]bool
 	stopTick  func()
 	restarted bool
 	stopping  bool // the instance is stopping: its executions stop with it, not crash
@@ -140,7 +143,7 @@ func (in *instance) start(c actor.Context) {
 	in.spec.Settings = t
 	in.q = localqueue.New(localqueue.Limits{Workers: int(t.WorkerCountPerInstance), MaxConcurrent: int(t.MaxConcurrentRunsPerInstance),
 		QueueCapacity: int(t.LocalQueueCapacity), MaxLocal: int(t.MaxLocalWorkersPerExecution)})
-	in.execs = map[string]*runEntry{}
+	in.execs, in.started = map[string]*runEntry{}, map[string]bool{}
 	in.env.dir.put(in.spec.ID, c.Self())
 	in.stopTick = in.env.tick(c.Self(), in.env.cfg.HeartbeatInterval, &heartbeatTick{})
 	in.heartbeat(c)
@@ -159,7 +162,16 @@ func (in *instance) dispatch(c actor.Context, req *messages.DispatchRequest) *me
 	}
 	lr := ""
 	if reason == "" {
-		lr, reason = in.q.Offer(req, func() string { return ids.New("lrun") })
+		prepared, started := in.env.prestarts.take(req.ExecutionId)
+		lr, reason = in.q.Offer(req, func() string {
+			if started {
+				return prepared
+			}
+			return ids.New("lrun")
+		})
+		if started && reason == "" && lr == prepared {
+			in.started[lr] = true
+		}
 	}
 	res := in.result(providers.OpDispatch, reason == "", reason)
 	res.TenantId, res.CorrelationId, res.LocalRunId = req.GetSnapshot().GetTenantId(), req.CorrelationId, lr
@@ -185,6 +197,11 @@ func (in *instance) allows(s *messages.ExecutionContextSnapshot) bool {
 func (in *instance) startRuns(c actor.Context) {
 	for _, r := range in.q.Start() {
 		seed := &execSeed{env: in.env, req: r.Req, localRunID: r.LocalRunID, instanceID: in.spec.ID, workers: r.Workers}
+		if in.started[r.LocalRunID] {
+			// Its assignment wrote the start: the activation begins at epoch 1, marked.
+			delete(in.started, r.LocalRunID)
+			seed.executionID, seed.epoch, seed.marked = r.Req.ExecutionId, 1, true
+		}
 		in.execs[r.LocalRunID] = &runEntry{pid: c.Spawn(newExecutionProps(seed)), seed: seed}
 	}
 }

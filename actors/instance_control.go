@@ -61,7 +61,9 @@ func (in *instance) controlRun(c actor.Context, op messages.ControlOp, m *messag
 		return "run-not-started"
 	}
 	if r, ok := in.q.Unqueue(lr); ok {
-		cancelQueued(in.env, r.Req, in.spec.ID, m.Reason)
+		started := in.started[lr]
+		delete(in.started, lr)
+		cancelQueued(in.env, r.Req, in.spec.ID, m.Reason, started)
 	}
 	return ""
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
+	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/messages"
 	"github.com/dairuntime/dair/providers/local"
 )
@@ -123,13 +124,26 @@ func failExecution(e *env, seed *execSeed, reason string) {
 }
 
 // cancelQueued cancels a run that was still in an instance's local queue and drops its hold.
-func cancelQueued(e *env, req *messages.DispatchRequest, instanceID, reason string) {
+// started: the run's assignment started its execution (prestart.go), which ends with it.
+func cancelQueued(e *env, req *messages.DispatchRequest, instanceID, reason string, started bool) {
 	if reason == "" {
 		reason = "cancelled"
 	}
 	e.goCleanup(instanceWorkTimeout, func(ctx context.Context) {
 		entry := &messages.LedgerEntry{Kind: messages.KindRunCancelled, SharedRunId: req.SharedRunId, RuntimeInstanceId: instanceID,
 			Reason: reason, TenantId: req.GetSnapshot().GetTenantId()}
+		if started && e.life != nil {
+			entry.ExecutionId, entry.Epoch = req.ExecutionId, 1
+			res, err := e.life.FinishExecution(ctx, store.ExecutionFinish{ExecutionID: req.ExecutionId, Epoch: 1, RunID: req.SharedRunId,
+				Status: messages.RunCancelled, FailureReason: reason, Entry: entry, InstanceID: instanceID})
+			if err != nil {
+				e.log.Warn("cancel started run", zap.String("shared_run_id", req.SharedRunId), zap.Error(err))
+			}
+			if res.Changed {
+				e.hub.Appended(req.SharedRunId, []*messages.LedgerEntry{res.Entry})
+			}
+			return
+		}
 		endRun(ctx, e, req, entry, messages.RunCancelled, reason)
 		if err := e.st.ReleaseReservation(ctx, instanceID, req.SharedRunId); err != nil {
 			e.log.Warn("release reservation", zap.Error(err))

@@ -113,6 +113,7 @@ func newEnv(cfg Config, sys *actor.ActorSystem) *env {
 		group: workgroup.New(),
 	}
 	e.life, _ = cfg.Store.(store.ExecutionLifecycle)
+	e.prestarts = newPrestarts(e)
 	if f, ok := cfg.Store.(store.CommitFinisher); ok && e.life != nil {
 		e.foldsFinish = f.FinishesCommits()
 	}

@@ -92,7 +92,7 @@ func newPlane(e *env, reg *providers.Registry) (*plane, error) {
 	}
 	dcfg := controlplane.DispatcherConfig{Batch: cfg.PumpBatch, Parallelism: cfg.PumpParallelism, QueueVisibility: cfg.QueueVisibility,
 		ReservationTTL: cfg.ReservationTTL, HeartbeatTTL: cfg.HeartbeatTTL, Router: reg, Ledger: e.history, Tenants: pl.tenants,
-		Scaler: pl.scaler, Circuits: pl.circuits, Pipelines: e.pipelines, Metrics: e.metrics.Metrics, Log: e.log, Now: e.now}
+		Scaler: pl.scaler, Circuits: pl.circuits, Pipelines: e.pipelines, Prestarter: e.prestarts, Metrics: e.metrics.Metrics, Log: e.log, Now: e.now}
 	if m := cfg.Cluster; m != nil {
 		dcfg.Members = func() []string {
 			var ids []string

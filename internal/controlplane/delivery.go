@@ -90,7 +90,7 @@ func (d *Dispatcher) deliverMarked(ctx context.Context, upd *messages.SharedRun,
 		return Done, d.reject(ctx, upd, ReasonDispatchAttemptsExhausted+": "+res.GetReason())
 	}
 	if _, err := d.st.UpdateRun(ctx, upd.SharedRunId, func(r *messages.SharedRun) error {
-		if r.Status == messages.RunDispatched {
+		if r.Status == messages.RunDispatched || startedWith(r, upd) {
 			r.Status = messages.RunQueued
 			r.FailureReason = res.GetReason()
 		}
@@ -104,6 +104,15 @@ func (d *Dispatcher) deliverMarked(ctx context.Context, upd *messages.SharedRun,
 		}
 	}
 	return Requeue, nil
+}
+
+// startedWith reports whether r is still as an assignment that started its execution wrote it
+// (upd, running: see Prestarter) and nothing else took it since: the delivery that failed was
+// its only chance to run, so it goes back to the queue like a dispatched run, its execution
+// id kept (the next activation takes the execution over at a new epoch).
+func startedWith(r, upd *messages.SharedRun) bool {
+	return upd.Status == messages.RunRunning && r.Status == messages.RunRunning && r.ExecutionId == upd.ExecutionId &&
+		r.LocalRunId == upd.LocalRunId && r.AssignedRuntimeInstanceId == upd.AssignedRuntimeInstanceId
 }
 
 // request is the DispatchRequest of a run marked dispatched to x.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/messages"
 	"github.com/dairuntime/dair/providers"
 )
@@ -64,6 +65,22 @@ func (d *Dispatcher) recordOutcome(ctx context.Context, entries ...*messages.Led
 // stop context and reports false, running nothing, once the group is stopping.
 type Group interface {
 	Go(fn func(ctx context.Context)) bool
+}
+
+// Prestarter prepares, for the assignment of a new run to an instance of this process, the
+// start of the run's execution, so that the assignment's write carries it
+// (store.StartingAssigner) and the instance runs the first step without a write of its own.
+// The actors layer implements it. Both methods are goroutine-safe and do no I/O.
+type Prestarter interface {
+	// Prestart returns the start of run's execution on instanceID (a new execution at epoch
+	// 1, its local run id, the start's ledger entry) and reports false when the instance is
+	// not this process's, or its start is not to be prepared. The run must not have an
+	// execution yet. Once the start is written, a delivery of run naming the execution is
+	// taken by the instance as started; forget drops the preparation (called once the
+	// delivery answered, or when the assignment was not written).
+	Prestart(run *messages.SharedRun, instanceID string) (st store.ExecutionStart, forget func(), ok bool)
+	// Started tells of the start written with an assignment (res as the store answered).
+	Started(run *messages.SharedRun, res store.StartResult)
 }
 
 // DispatchRouter delivers a run to an instance through its provider; *providers.Registry

@@ -78,6 +78,10 @@ type DispatcherConfig struct {
 	Members func() []string
 	// Pipelines gives the width sent with a dispatch (MaxParallelism). Optional.
 	Pipelines PipelineWidths
+	// Prestarter, over a store.StartingAssigner, prepares the start of a run's execution on an
+	// instance of this process, written with the run's assignment (see fastpath.go).
+	// Optional.
+	Prestarter Prestarter
 	// Metrics, Log and Now default to none, no logging and time.Now.
 	Metrics *metrics.Metrics
 	Log     *zap.Logger
@@ -122,10 +126,12 @@ func (c DispatcherConfig) withDefaults() DispatcherConfig {
 // router, recording every decision in the run's ledger. It is goroutine-safe: all its state is
 // in the store (and the circuit breaker). Its methods block on store and provider I/O.
 type Dispatcher struct {
-	st   DispatcherStore
-	cfg  DispatcherConfig
-	asg  store.Assigner // st's one-call dispatch capability, or nil (see fastpath.go)
-	view *instanceView
+	st  DispatcherStore
+	cfg DispatcherConfig
+	asg store.Assigner // st's one-call dispatch capability, or nil (see fastpath.go)
+	// starter is st's assign-and-start capability, or nil (also without a Prestarter).
+	starter store.StartingAssigner
+	view    *instanceView
 	// waiting is set when the last cycle left claimed runs queued: no hand-off overtakes them.
 	waiting atomic.Bool
 	// fair is nil over a store without per-tenant queues (see FairStore).
@@ -147,6 +153,9 @@ func NewDispatcher(st DispatcherStore, cfg DispatcherConfig) (*Dispatcher, error
 			store.Assigner
 			store.Reservations
 		}{asg, st}, d.cfg.ViewTTL, d.cfg.Now)
+	}
+	if sa, ok := st.(store.StartingAssigner); ok && d.cfg.Prestarter != nil {
+		d.starter = sa
 	}
 	return d, nil
 }

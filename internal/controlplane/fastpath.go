@@ -238,8 +238,10 @@ func (f *fastDecision) step(ctx context.Context, onlyAssign bool) (out Outcome, 
 	upd.FailureReason = ""
 	admitted := admissionEntry(f.run, dec)
 	resv := reservationEntry(f.run, x, "reserved")
-	res, held, err := d.asg.Assign(ctx, store.Assignment{Run: upd, Version: f.ver, InstanceID: x.RuntimeInstanceId,
-		InstanceVersion: f.versions[x.RuntimeInstanceId], Limit: int(x.MaxConcurrentRuns), TTL: d.cfg.ReservationTTL, Ledger: append(append(f.pre[:len(f.pre):len(f.pre)], f.full...), admitted, resv)})
+	a := store.Assignment{Run: upd, Version: f.ver, InstanceID: x.RuntimeInstanceId,
+		InstanceVersion: f.versions[x.RuntimeInstanceId], Limit: int(x.MaxConcurrentRuns), TTL: d.cfg.ReservationTTL, Ledger: append(append(f.pre[:len(f.pre):len(f.pre)], f.full...), admitted, resv)}
+	res, held, forget, err := f.assign(ctx, a)
+	defer forget()
 	if err != nil {
 		return Requeue, false, false, fmt.Errorf("assign %s: %w", x.RuntimeInstanceId, err)
 	}
@@ -266,6 +268,30 @@ func (f *fastDecision) step(ctx context.Context, onlyAssign bool) (out Outcome, 
 	}
 	f.run, f.ver = run, ver
 	return Requeue, false, true, nil
+}
+
+// assign writes a, with the start of the run's execution when the dispatcher has a
+// store.StartingAssigner and its Prestarter prepares one for a new run: then an assigned a.Run
+// is updated to what the store wrote (running, named by the execution). forget drops the
+// start's preparation once the delivery answered.
+func (f *fastDecision) assign(ctx context.Context, a store.Assignment) (res store.AssignResult, held int, forget func(), err error) {
+	d := f.d
+	forget = func() {}
+	if d.starter == nil || a.Run.ExecutionId != "" {
+		res, held, err = d.asg.Assign(ctx, a)
+		return res, held, forget, err
+	}
+	st, forget, ok := d.cfg.Prestarter.Prestart(a.Run, a.InstanceID)
+	if !ok {
+		res, held, err = d.asg.Assign(ctx, a)
+		return res, held, func() {}, err
+	}
+	res, held, started, err := d.starter.AssignAndStart(ctx, a, st)
+	if err == nil && res == store.Assigned {
+		store.MarkStarted(a.Run, st.Execution.ExecutionId, a.InstanceID, st.Execution.LocalRunId)
+		d.cfg.Prestarter.Started(a.Run, started)
+	}
+	return res, held, forget, err
 }
 
 // decide asks admission on the instance view (fresh when f.fresh).

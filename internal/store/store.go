@@ -509,3 +509,17 @@ type Assigner interface {
 	// after the call (its current load, for the caller's view).
 	Assign(ctx context.Context, a Assignment) (res AssignResult, held int, err error)
 }
+
+// StartingAssigner is an Assigner that can also write a new run's execution start in the
+// assignment's write (an optional interface, checked by type assertion). On the embedded
+// store, where every write is a transaction with its fsyncs, it saves one of the two writes a
+// new run needs before its first step may run.
+type StartingAssigner interface {
+	Assigner
+	// AssignAndStart is Assign then, in the same atomic write and only when the run is
+	// Assigned, ExecutionLifecycle.StartExecution(st): the run is written running, named by
+	// st's execution (created at its Epoch), with st.Entry after a.Ledger. A refused start
+	// (an error) refuses the assignment with it: nothing is written. The StartResult is
+	// StartExecution's, zero unless Assigned.
+	AssignAndStart(ctx context.Context, a Assignment, st ExecutionStart) (AssignResult, int, StartResult, error)
+}

@@ -111,6 +111,42 @@ func (s *Store) Assign(ctx context.Context, a store.Assignment) (store.AssignRes
 	return res, held, nil
 }
 
+var _ store.StartingAssigner = (*Store)(nil)
+
+// AssignAndStart writes a dispatch decision and the start of the run's execution in one
+// transaction. See store.StartingAssigner.
+func (s *Store) AssignAndStart(ctx context.Context, a store.Assignment, st store.ExecutionStart) (store.AssignResult, int, store.StartResult, error) {
+	id := a.Run.GetSharedRunId()
+	if id == "" || a.InstanceID == "" {
+		return 0, 0, store.StartResult{}, fmt.Errorf("boltstore: assign: empty run or instance id")
+	}
+	if err := checkStart(st); err != nil {
+		return 0, 0, store.StartResult{}, err
+	}
+	if st.Execution.GetSharedRunId() != id || st.Execution.GetRuntimeInstanceId() != a.InstanceID {
+		return 0, 0, store.StartResult{}, fmt.Errorf("boltstore: assign %s: the start names run %q on instance %q",
+			id, st.Execution.GetSharedRunId(), st.Execution.GetRuntimeInstanceId())
+	}
+	var (
+		res     store.AssignResult
+		held    int
+		started store.StartResult
+	)
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		var err error
+		started = store.StartResult{}
+		if res, held, err = s.assignTx(tx, a); err != nil || res != store.Assigned {
+			return err
+		}
+		started, err = startTx(tx, s.nowNanos(), st)
+		return err
+	})
+	if err != nil {
+		return 0, 0, store.StartResult{}, wrap("assign and start", id, err)
+	}
+	return res, held, started, nil
+}
+
 // assignTx is Assign inside tx.
 func (s *Store) assignTx(tx *bolt.Tx, a store.Assignment) (store.AssignResult, int, error) {
 	id := a.Run.GetSharedRunId()

@@ -53,47 +53,60 @@ func startAnswer(st store.ExecutionStart, res *store.StartResult, err error) (st
 
 // startRequest is the write of StartExecution; res is its result once written.
 func (s *Store) startRequest(st store.ExecutionStart) (writeReq, *store.StartResult, error) {
-	x := st.Execution
-	id, runID := x.GetExecutionId(), x.GetSharedRunId()
-	if id == "" || runID == "" || st.Entry == nil {
-		return writeReq{}, nil, errors.New("boltstore: start execution: empty execution or run id, or no entry")
+	if err := checkStart(st); err != nil {
+		return writeReq{}, nil, err
 	}
 	res := &store.StartResult{}
 	return writeReq{done: make(chan error, 1), fn: func(tx *bolt.Tx) error {
-		*res = store.StartResult{}
-		r := &messages.SharedRun{}
-		if err := getFound(tx, bRuns, []byte(runID), r); err != nil {
-			return err
-		}
-		old := &messages.Execution{}
-		existed, err := get(tx, bExecutions, []byte(id), old)
-		if err != nil {
-			return err
-		}
-		if existed && old.GetEpoch() != x.GetEpoch() {
-			return fmt.Errorf("epoch %d (current %d): %w", x.GetEpoch(), old.GetEpoch(), store.ErrStaleEpoch)
-		}
-		mark, err := store.StartCheck(r, id, x.GetRuntimeInstanceId(), x.GetLocalRunId())
-		if err != nil {
-			return err
-		}
-		now := s.nowNanos()
-		if !existed {
-			nx := proto.Clone(x).(*messages.Execution)
-			nx.CreatedAt, nx.UpdatedAt = cmp.Or(nx.CreatedAt, now), cmp.Or(nx.UpdatedAt, now)
-			if err := putExecution(tx, nil, nx); err != nil {
-				return err
-			}
-			res.Created = true
-		}
-		if !mark {
-			return nil
-		}
-		store.MarkStarted(r, id, x.GetRuntimeInstanceId(), x.GetLocalRunId())
-		entry, err := writeRun(tx, now, r, st.Entry, nil)
-		res.Entry = entry
+		var err error
+		*res, err = startTx(tx, s.nowNanos(), st)
 		return err
 	}}, res, nil
+}
+
+// checkStart refuses a start that names no execution, run or entry.
+func checkStart(st store.ExecutionStart) error {
+	if st.Execution.GetExecutionId() == "" || st.Execution.GetSharedRunId() == "" || st.Entry == nil {
+		return errors.New("boltstore: start execution: empty execution or run id, or no entry")
+	}
+	return nil
+}
+
+// startTx is StartExecution inside tx.
+func startTx(tx *bolt.Tx, now int64, st store.ExecutionStart) (store.StartResult, error) {
+	x := st.Execution
+	id, runID := x.GetExecutionId(), x.GetSharedRunId()
+	var res store.StartResult
+	r := &messages.SharedRun{}
+	if err := getFound(tx, bRuns, []byte(runID), r); err != nil {
+		return res, err
+	}
+	old := &messages.Execution{}
+	existed, err := get(tx, bExecutions, []byte(id), old)
+	if err != nil {
+		return res, err
+	}
+	if existed && old.GetEpoch() != x.GetEpoch() {
+		return res, fmt.Errorf("epoch %d (current %d): %w", x.GetEpoch(), old.GetEpoch(), store.ErrStaleEpoch)
+	}
+	mark, err := store.StartCheck(r, id, x.GetRuntimeInstanceId(), x.GetLocalRunId())
+	if err != nil {
+		return res, err
+	}
+	if !existed {
+		nx := proto.Clone(x).(*messages.Execution)
+		nx.CreatedAt, nx.UpdatedAt = cmp.Or(nx.CreatedAt, now), cmp.Or(nx.UpdatedAt, now)
+		if err := putExecution(tx, nil, nx); err != nil {
+			return res, err
+		}
+		res.Created = true
+	}
+	if !mark {
+		return res, nil
+	}
+	store.MarkStarted(r, id, x.GetRuntimeInstanceId(), x.GetLocalRunId())
+	res.Entry, err = writeRun(tx, now, r, st.Entry, nil)
+	return res, err
 }
 
 // FinishExecution ends the execution, its run and the run's hold in one write transaction.

@@ -24,6 +24,7 @@ var assignTests = []contractTest{
 	{"Assign_loadChangeKeepsVersion", testAssignLoadChangeKeepsVersion},
 	{"Assign_keepsTenantQueues", testAssignKeepsTenantQueues},
 	{"Assign_listedByActiveStatus", testAssignListedByActiveStatus},
+	{"AssignAndStart", testAssignAndStart},
 }
 
 // assigner returns e's store as a store.Assigner, or skips the test.
@@ -374,4 +375,76 @@ func testAssignListedByActiveStatus(t *testing.T, e *env) {
 	got, err = e.st.ListRuns(e.ctx, store.RunFilter{Status: messages.RunDispatched})
 	noErr(t, err)
 	equalIDs(t, "dispatched after one ended", ids(got, runID), []string{"queued"})
+}
+
+// testAssignAndStart: a store.StartingAssigner writes the assignment and the execution's start
+// together, or neither.
+func testAssignAndStart(t *testing.T, e *env) {
+	a, ok := e.st.(store.StartingAssigner)
+	if !ok {
+		t.Skip("backend has no store.StartingAssigner")
+	}
+	start := func(runID, execID, inst string) store.ExecutionStart {
+		return store.ExecutionStart{Execution: &messages.Execution{ExecutionId: execID, SharedRunId: runID, RuntimeInstanceId: inst,
+			LocalRunId: "lr-" + execID, Epoch: 1, Status: messages.RunRunning},
+			Entry: &messages.LedgerEntry{Kind: messages.KindExecutionStarted, ExecutionId: execID}}
+	}
+	// Assigned: one write holds the slot, creates the run running under the execution and
+	// appends the decision's entries, then the start's.
+	res, held, started, err := a.AssignAndStart(e.ctx, assignment(run("r1", "t1"), "i1", 1, store.NewRunVersion), start("r1", "x1", "i1"))
+	noErr(t, err)
+	equal(t, "result", res, store.Assigned)
+	equal(t, "held", held, 1)
+	equal(t, "created", started.Created, true)
+	equal(t, "start entry seq", started.Entry.GetSeq(), int64(3))
+	got, err := e.st.GetRun(e.ctx, "r1")
+	noErr(t, err)
+	equal(t, "run", fmt.Sprint(got.Status, got.ExecutionId, got.LocalRunId, got.AssignedRuntimeInstanceId), fmt.Sprint(messages.RunRunning, "x1", "lr-x1", "i1"))
+	x, _, err := e.st.GetExecution(e.ctx, "x1")
+	noErr(t, err)
+	equal(t, "execution epoch", x.GetEpoch(), int64(1))
+	led, err := e.st.ReadLedger(e.ctx, "r1", 0, 0)
+	noErr(t, err)
+	kinds := make([]string, 0, len(led))
+	for _, le := range led {
+		kinds = append(kinds, le.Kind)
+	}
+	equal(t, "ledger", fmt.Sprint(kinds), fmt.Sprint([]string{messages.KindAdmission, messages.KindReservation, messages.KindExecutionStarted}))
+
+	// Refused assignments write no start: the instance is full, or the run changed.
+	res, _, started, err = a.AssignAndStart(e.ctx, assignment(run("r2", "t1"), "i1", 1, store.NewRunVersion), start("r2", "x2", "i1"))
+	noErr(t, err)
+	equal(t, "full", fmt.Sprint(res, started.Created), fmt.Sprint(store.InstanceFull, false))
+	_, err = e.st.GetRun(e.ctx, "r2")
+	isErr(t, err, store.ErrNotFound)
+	_, _, err = e.st.GetExecution(e.ctx, "x2")
+	isErr(t, err, store.ErrNotFound)
+	r3 := queuedRun(t, e, "r3")
+	_, err = e.st.UpdateRun(e.ctx, "r3", func(r *messages.SharedRun) error { r.FailureReason = "moved on"; return nil })
+	noErr(t, err)
+	res, _, _, err = a.AssignAndStart(e.ctx, assignment(r3, "i2", 5, store.CreatedRunVersion), start("r3", "x3", "i2"))
+	noErr(t, err)
+	equal(t, "changed", res, store.RunChanged)
+	_, _, err = e.st.GetExecution(e.ctx, "x3")
+	isErr(t, err, store.ErrNotFound)
+
+	// A start that is refused (its execution exists at another epoch) refuses the assignment:
+	// no hold, the run still queued.
+	noErr(t, e.st.CreateExecution(e.ctx, &messages.Execution{ExecutionId: "x4", SharedRunId: "r4", Epoch: 2, Status: messages.RunRunning}))
+	r4 := queuedRun(t, e, "r4")
+	_, _, _, err = a.AssignAndStart(e.ctx, assignment(r4, "i3", 5, store.CreatedRunVersion), start("r4", "x4", "i3"))
+	isErr(t, err, store.ErrStaleEpoch)
+	n, err := e.st.ReservationCount(e.ctx, "i3")
+	noErr(t, err)
+	equal(t, "holds after a refused start", n, 0)
+	got, err = e.st.GetRun(e.ctx, "r4")
+	noErr(t, err)
+	equal(t, "run after a refused start", got.Status, messages.RunQueued)
+	depth(t, e, 2, 0) // r3 and r4
+
+	// A start for another run or instance than the assignment's is refused outright.
+	_, _, _, err = a.AssignAndStart(e.ctx, assignment(r4, "i3", 5, store.CreatedRunVersion), start("r4", "x5", "i9"))
+	if err == nil {
+		t.Fatal("a start naming another instance than the assignment's was accepted")
+	}
 }

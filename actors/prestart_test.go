@@ -1,0 +1,96 @@
+package actors_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/internal/store/boltstore"
+	"github.com/dairuntime/dair/messages"
+)
+
+// startCounting is the embedded store counting the execution starts written on their own
+// (StartExecution, QueueStartExecution) and the takeovers of an execution (AcquireExecution).
+type startCounting struct {
+	*boltstore.Store
+	starts, acquires atomic.Int64
+}
+
+func (s *startCounting) StartExecution(ctx context.Context, st store.ExecutionStart) (store.StartResult, error) {
+	s.starts.Add(1)
+	return s.Store.StartExecution(ctx, st)
+}
+
+func (s *startCounting) QueueStartExecution(ctx context.Context, st store.ExecutionStart) (func() (store.StartResult, error), error) {
+	s.starts.Add(1)
+	return s.Store.QueueStartExecution(ctx, st)
+}
+
+func (s *startCounting) AcquireExecution(ctx context.Context, id, owner, instanceID string) (int64, error) {
+	s.acquires.Add(1)
+	return s.Store.AcquireExecution(ctx, id, owner, instanceID)
+}
+
+// TestNode_embeddedAssignmentStartsTheExecution: on the embedded store a new run's execution
+// is started by the write that assigns the run (store.StartingAssigner), whether the run is
+// handed off on submit or dispatched by the pump: no start of its own, no takeover, the
+// execution at epoch 1, one execution_started entry right after the decision's.
+func TestNode_embeddedAssignmentStartsTheExecution(t *testing.T) {
+	db, err := boltstore.Open(boltstore.Options{Path: filepath.Join(t.TempDir(), "dair.db"), NoSync: true})
+	require.NoError(t, err)
+	st := &startCounting{Store: db}
+	n, err := actors.Start(context.Background(), actors.Config{Store: st, NodeID: "prestart", PumpInterval: 10 * time.Millisecond,
+		HeartbeatInterval: 100 * time.Millisecond, RecoveryInterval: 100 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		require.NoError(t, n.Stop(context.Background()))
+		require.NoError(t, db.Close())
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = n.PutPipeline(ctx, []byte(threeStep))
+	require.NoError(t, err)
+	snap := &messages.ExecutionContextSnapshot{TenantId: "acme", UserId: "u1", Source: "test", Roles: []string{"tenant"}}
+	// The first run waits for its scope's scale-out, so it starts from the pump; the later
+	// ones find room and are handed off on submit, or go through the queue.
+	for i, mode := range []string{actors.SubmitQueueFirst, actors.SubmitQueueFirst, actors.SubmitDirect} {
+		run, err := n.Submit(ctx, actors.SubmitRequest{Pipeline: "three", Input: []byte(`{"name":"x"}`), Snapshot: snap, Mode: mode})
+		require.NoError(t, err)
+		done, err := n.Await(ctx, run.SharedRunId)
+		require.NoError(t, err)
+		require.Equal(t, messages.RunSucceeded, done.Status, done.FailureReason)
+		x, _, err := st.GetExecution(ctx, done.ExecutionId)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, x.Epoch, "run %d", i)
+		entries, err := st.ReadLedger(ctx, done.SharedRunId, 0, 0)
+		require.NoError(t, err)
+		starts := 0
+		for j, e := range entries {
+			switch e.Kind {
+			case messages.KindExecutionStarted:
+				starts++
+				require.Equal(t, messages.KindReservation, entries[j-1].Kind, "run %d: %v", i, kindsOf(entries))
+			case messages.KindRecovery:
+				t.Fatalf("run %d was recovered: %v", i, kindsOf(entries))
+			}
+		}
+		require.Equal(t, 1, starts, "run %d: %v", i, kindsOf(entries))
+	}
+	require.Zero(t, st.starts.Load(), "executions started on their own")
+	require.Zero(t, st.acquires.Load(), "executions taken over")
+}
+
+func kindsOf(entries []*messages.LedgerEntry) string {
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = e.Kind
+	}
+	return fmt.Sprint(out)
+}
