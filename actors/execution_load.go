@@ -21,12 +21,13 @@ import (
 // and its pipeline, off the actor goroutine; the result comes back as an execLoaded.
 func (x *execution) load(c actor.Context) {
 	s, self, inc := x.seed, c.Self(), x.inc
-	execID, epoch, startWait := s.executionID, s.epoch, s.startWait
+	execID, epoch, startWait, started := s.executionID, s.epoch, s.startWait, s.started
 	if execID == "" {
 		execID = s.req.ExecutionId
 	}
+	s.started = nil // a restarted incarnation reads what was committed since
 	s.env.mailboxes.GoTimeout(15*time.Second, func(ctx context.Context) {
-		msg := &execLoaded{inc: inc, executionID: execID, epoch: epoch, marked: s.marked}
+		msg := &execLoaded{inc: inc, executionID: execID, epoch: epoch, marked: s.marked, exec: started}
 		if startWait != nil {
 			// An earlier incarnation queued the start: it must be written before the read.
 			if _, err := startWait(); err != nil {
@@ -81,9 +82,12 @@ func loadExecution(ctx context.Context, s *execSeed, msg *execLoaded) error {
 		}
 		msg.marked = true
 	}
-	if created != nil {
+	switch {
+	case created != nil:
 		msg.exec = created // fresh: nothing committed yet, no need to read it back
-	} else {
+	case msg.exec != nil:
+		// Started by the run's assignment (prestart.go), loaded for the first time: as fresh.
+	default:
 		ex, steps, err := e.st.GetExecution(ctx, msg.executionID)
 		if err != nil {
 			return fmt.Errorf("load execution %s: %w", msg.executionID, err)

@@ -33,6 +33,9 @@ type execSeed struct {
 	// when the start was written before the load returned: a restarted incarnation waits for
 	// it before it reads the execution.
 	startWait func() (store.StartResult, error)
+	// started is the execution record that the run's assignment wrote (prestart.go): the
+	// first load takes it instead of reading it back (nothing is committed yet).
+	started *messages.Execution
 }
 
 // Messages private to an execution (inc ties each to one incarnation of the actor, so replies

@@ -56,7 +56,7 @@ type instance struct {
 	execs map[string]*runEntry // by local run id, while running
 	// started are the local runs whose execution the dispatcher started with the assignment
 	// (prestart.go), until they start here.
-	started   map[string]bool
+	started   map[string]*messages.Execution
 	stopTick  func()
 	restarted bool
 	stopping  bool // the instance is stopping: its executions stop with it, not crash
@@ -143,7 +143,7 @@ func (in *instance) start(c actor.Context) {
 	in.spec.Settings = t
 	in.q = localqueue.New(localqueue.Limits{Workers: int(t.WorkerCountPerInstance), MaxConcurrent: int(t.MaxConcurrentRunsPerInstance),
 		QueueCapacity: int(t.LocalQueueCapacity), MaxLocal: int(t.MaxLocalWorkersPerExecution)})
-	in.execs, in.started = map[string]*runEntry{}, map[string]bool{}
+	in.execs, in.started = map[string]*runEntry{}, map[string]*messages.Execution{}
 	in.env.dir.put(in.spec.ID, c.Self())
 	in.stopTick = in.env.tick(c.Self(), in.env.cfg.HeartbeatInterval, &heartbeatTick{})
 	in.heartbeat(c)
@@ -162,15 +162,15 @@ func (in *instance) dispatch(c actor.Context, req *messages.DispatchRequest) *me
 	}
 	lr := ""
 	if reason == "" {
-		prepared, started := in.env.prestarts.take(req.ExecutionId)
+		started := in.env.prestarts.take(req.ExecutionId)
 		lr, reason = in.q.Offer(req, func() string {
-			if started {
-				return prepared
+			if started != nil {
+				return started.LocalRunId
 			}
 			return ids.New("lrun")
 		})
-		if started && reason == "" && lr == prepared {
-			in.started[lr] = true
+		if started != nil && reason == "" && lr == started.LocalRunId {
+			in.started[lr] = started
 		}
 	}
 	res := in.result(providers.OpDispatch, reason == "", reason)
@@ -197,10 +197,10 @@ func (in *instance) allows(s *messages.ExecutionContextSnapshot) bool {
 func (in *instance) startRuns(c actor.Context) {
 	for _, r := range in.q.Start() {
 		seed := &execSeed{env: in.env, req: r.Req, localRunID: r.LocalRunID, instanceID: in.spec.ID, workers: r.Workers}
-		if in.started[r.LocalRunID] {
+		if x := in.started[r.LocalRunID]; x != nil {
 			// Its assignment wrote the start: the activation begins at epoch 1, marked.
 			delete(in.started, r.LocalRunID)
-			seed.executionID, seed.epoch, seed.marked = r.Req.ExecutionId, 1, true
+			seed.executionID, seed.epoch, seed.marked, seed.started = x.ExecutionId, 1, true, x
 		}
 		in.execs[r.LocalRunID] = &runEntry{pid: c.Spawn(newExecutionProps(seed)), seed: seed}
 	}

@@ -61,7 +61,7 @@ func (in *instance) controlRun(c actor.Context, op messages.ControlOp, m *messag
 		return "run-not-started"
 	}
 	if r, ok := in.q.Unqueue(lr); ok {
-		started := in.started[lr]
+		started := in.started[lr] != nil
 		delete(in.started, lr)
 		cancelQueued(in.env, r.Req, in.spec.ID, m.Reason, started)
 	}

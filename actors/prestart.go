@@ -20,25 +20,32 @@ import (
 // takes it over at a new epoch.
 type prestarts struct {
 	e  *env
-	mu sync.Mutex        // guards m
-	m  map[string]string // execution id → local run id, prepared and not yet delivered
+	mu sync.Mutex                     // guards m
+	m  map[string]*messages.Execution // by execution id: prepared and not yet delivered
 }
 
-func newPrestarts(e *env) *prestarts { return &prestarts{e: e, m: make(map[string]string)} }
+func newPrestarts(e *env) *prestarts {
+	return &prestarts{e: e, m: make(map[string]*messages.Execution)}
+}
 
 // Prestart prepares the start of run's execution on instanceID when the instance's actor
-// lives in this process. See controlplane.Prestarter.
+// lives in this process and the run's pipeline (cached here) starts with a step that is not
+// pure: a pure start is queued instead (startsPure), and its steps' commits share its
+// transaction. See controlplane.Prestarter.
 func (p *prestarts) Prestart(run *messages.SharedRun, instanceID string) (store.ExecutionStart, func(), bool) {
 	if _, ok := p.e.dir.Lookup(instanceID); !ok || run.ExecutionId != "" {
+		return store.ExecutionStart{}, nil, false
+	}
+	if c := p.e.pipelines.cached(run.PipelineHash); c == nil || startsPure(c, p.e.handlers) {
 		return store.ExecutionStart{}, nil, false
 	}
 	execID, lr := ids.New("exec"), ids.New("lrun")
 	req := &messages.DispatchRequest{SharedRunId: run.SharedRunId, PipelineKey: run.Pipeline, PipelineHash: run.PipelineHash,
 		Snapshot: run.Snapshot, Input: run.Input}
-	st := store.ExecutionStart{Execution: executionRecord(p.e, req, execID, lr, instanceID),
-		Entry: activationEntry(req, instanceID, messages.KindExecutionStarted, execID, 1)}
+	x := executionRecord(p.e, req, execID, lr, instanceID)
+	st := store.ExecutionStart{Execution: x, Entry: activationEntry(req, instanceID, messages.KindExecutionStarted, execID, 1)}
 	p.mu.Lock()
-	p.m[execID] = lr
+	p.m[execID] = x
 	p.mu.Unlock()
 	return st, func() { p.take(execID) }, true
 }
@@ -50,15 +57,16 @@ func (p *prestarts) Started(run *messages.SharedRun, res store.StartResult) {
 	}
 }
 
-// take returns the local run id prepared for execID, and forgets it; ok is false when none is
-// (any more).
-func (p *prestarts) take(execID string) (localRunID string, ok bool) {
+// take returns the execution record prepared for execID (as the assignment wrote it: the
+// store kept a copy, the caller owns it from then on), and forgets it; nil when none is (any
+// more).
+func (p *prestarts) take(execID string) *messages.Execution {
 	if execID == "" {
-		return "", false
+		return nil
 	}
 	p.mu.Lock()
-	localRunID, ok = p.m[execID]
+	x := p.m[execID]
 	delete(p.m, execID)
 	p.mu.Unlock()
-	return localRunID, ok
+	return x
 }

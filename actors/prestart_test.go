@@ -39,52 +39,79 @@ func (s *startCounting) AcquireExecution(ctx context.Context, id, owner, instanc
 }
 
 // TestNode_embeddedAssignmentStartsTheExecution: on the embedded store a new run's execution
-// is started by the write that assigns the run (store.StartingAssigner), whether the run is
-// handed off on submit or dispatched by the pump: no start of its own, no takeover, the
-// execution at epoch 1, one execution_started entry right after the decision's.
+// whose first step is not pure is started by the write that assigns the run
+// (store.StartingAssigner), whether the run is handed off on submit or dispatched by the pump:
+// no start of its own, no takeover, the execution at epoch 1, one execution_started entry
+// right after the decision's. A run whose first steps are all pure keeps its queued start
+// (store.QueuedStarter), which its steps' commits share.
 func TestNode_embeddedAssignmentStartsTheExecution(t *testing.T) {
-	db, err := boltstore.Open(boltstore.Options{Path: filepath.Join(t.TempDir(), "dair.db"), NoSync: true})
-	require.NoError(t, err)
-	st := &startCounting{Store: db}
-	n, err := actors.Start(context.Background(), actors.Config{Store: st, NodeID: "prestart", PumpInterval: 10 * time.Millisecond,
-		HeartbeatInterval: 100 * time.Millisecond, RecoveryInterval: 100 * time.Millisecond})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		require.NoError(t, n.Stop(context.Background()))
-		require.NoError(t, db.Close())
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, err = n.PutPipeline(ctx, []byte(threeStep))
-	require.NoError(t, err)
-	snap := &messages.ExecutionContextSnapshot{TenantId: "acme", UserId: "u1", Source: "test", Roles: []string{"tenant"}}
-	// The first run waits for its scope's scale-out, so it starts from the pump; the later
-	// ones find room and are handed off on submit, or go through the queue.
-	for i, mode := range []string{actors.SubmitQueueFirst, actors.SubmitQueueFirst, actors.SubmitDirect} {
-		run, err := n.Submit(ctx, actors.SubmitRequest{Pipeline: "three", Input: []byte(`{"name":"x"}`), Snapshot: snap, Mode: mode})
-		require.NoError(t, err)
-		done, err := n.Await(ctx, run.SharedRunId)
-		require.NoError(t, err)
-		require.Equal(t, messages.RunSucceeded, done.Status, done.FailureReason)
-		x, _, err := st.GetExecution(ctx, done.ExecutionId)
-		require.NoError(t, err)
-		require.EqualValues(t, 1, x.Epoch, "run %d", i)
-		entries, err := st.ReadLedger(ctx, done.SharedRunId, 0, 0)
-		require.NoError(t, err)
-		starts := 0
-		for j, e := range entries {
-			switch e.Kind {
-			case messages.KindExecutionStarted:
-				starts++
-				require.Equal(t, messages.KindReservation, entries[j-1].Kind, "run %d: %v", i, kindsOf(entries))
-			case messages.KindRecovery:
-				t.Fatalf("run %d was recovered: %v", i, kindsOf(entries))
-			}
-		}
-		require.Equal(t, 1, starts, "run %d: %v", i, kindsOf(entries))
+	const napFirst = `
+key: nap-first
+steps:
+  - id: a
+    uses: sleep
+    with: {duration: 1ms}
+  - id: b
+    uses: echo
+    needs: [a]
+    with: {value: "b"}
+`
+	cases := []struct {
+		name, pipeline, key string
+		ownStarts           int64 // per run
+	}{
+		{"first step not pure", napFirst, "nap-first", 0},
+		{"pure first step", threeStep, "three", 1},
 	}
-	require.Zero(t, st.starts.Load(), "executions started on their own")
-	require.Zero(t, st.acquires.Load(), "executions taken over")
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			db, err := boltstore.Open(boltstore.Options{Path: filepath.Join(t.TempDir(), "dair.db"), NoSync: true})
+			require.NoError(t, err)
+			st := &startCounting{Store: db}
+			n, err := actors.Start(context.Background(), actors.Config{Store: st, NodeID: "prestart", PumpInterval: 10 * time.Millisecond,
+				HeartbeatInterval: 100 * time.Millisecond, RecoveryInterval: 100 * time.Millisecond})
+			require.NoError(t, err)
+			t.Cleanup(func() {
+				require.NoError(t, n.Stop(context.Background()))
+				require.NoError(t, db.Close())
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, err = n.PutPipeline(ctx, []byte(tc.pipeline))
+			require.NoError(t, err)
+			snap := &messages.ExecutionContextSnapshot{TenantId: "acme", UserId: "u1", Source: "test", Roles: []string{"tenant"}}
+			// The first run waits for its scope's scale-out, so it starts from the pump; the
+			// later ones find room and are handed off on submit.
+			modes := []string{actors.SubmitQueueFirst, actors.SubmitQueueFirst, actors.SubmitDirect}
+			for i, mode := range modes {
+				run, err := n.Submit(ctx, actors.SubmitRequest{Pipeline: tc.key, Input: []byte(`{"name":"x"}`), Snapshot: snap, Mode: mode})
+				require.NoError(t, err)
+				done, err := n.Await(ctx, run.SharedRunId)
+				require.NoError(t, err)
+				require.Equal(t, messages.RunSucceeded, done.Status, done.FailureReason)
+				x, _, err := st.GetExecution(ctx, done.ExecutionId)
+				require.NoError(t, err)
+				require.EqualValues(t, 1, x.Epoch, "run %d", i)
+				entries, err := st.ReadLedger(ctx, done.SharedRunId, 0, 0)
+				require.NoError(t, err)
+				starts := 0
+				for j, e := range entries {
+					switch e.Kind {
+					case messages.KindExecutionStarted:
+						starts++
+						if tc.ownStarts == 0 {
+							require.Equal(t, messages.KindReservation, entries[j-1].Kind, "run %d: %v", i, kindsOf(entries))
+						}
+					case messages.KindRecovery:
+						t.Fatalf("run %d was recovered: %v", i, kindsOf(entries))
+					}
+				}
+				require.Equal(t, 1, starts, "run %d: %v", i, kindsOf(entries))
+			}
+			require.Equal(t, tc.ownStarts*int64(len(modes)), st.starts.Load(), "executions started on their own")
+			require.Zero(t, st.acquires.Load(), "executions taken over")
+		})
+	}
 }
 
 func kindsOf(entries []*messages.LedgerEntry) string {
