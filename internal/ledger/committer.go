@@ -462,50 +462,67 @@ func (c *Committer) answer(batch []Request, commits []store.StepCommit, slot []i
 	}
 }
 
-// merge folds a step's "running" record into a later record of the same attempt in the same
+// merge folds a step's "running" record into the later record of the same attempt in the same
 // batch (a fast step finishes before its start was written): one fenced write then carries
-// both ledger entries, in order, and the final state. It folds only when no other record of
-// the run came in between: the folded write takes the start's place, and moving a record of
-// another step (or the run's finish, which rides on a commit) across it would reorder the
-// run's ledger. slot[i] is the commit that carries batch[i].
+// both ledger entries, in order, and the final state. The folded write takes the later record's
+// place: the start moves forward to its own end, past the run's other records in between
+// (other steps' records, none of which depends on this start: a step that needs it starts only
+// after its end). Moving the end back to the start's place instead would carry it, and the
+// run's finish that rides on a commit, ahead of records submitted before it. slot[i] is the
+// commit that carries batch[i].
 func merge(batch []Request) (commits []store.StepCommit, slot []int) {
 	type key struct {
 		exec, step string
 		attempts   int32
 		epoch      int64
 	}
-	slot = make([]int, len(batch))
-	pending := map[key]int{} // running record -> its index in commits
-	last := map[string]int{} // run -> the index in commits of its last record
-	commits = make([]store.StepCommit, 0, len(batch))
+	const none = -1
+	// into[j] is the record that the running record batch[j] folds into (none: it is written
+	// in its own place).
+	into := make([]int, len(batch))
+	pending := map[key]int{} // running record -> its index in batch
 	for i, r := range batch {
+		into[i] = none
 		st := r.Commit.Step
 		k := key{r.Commit.ExecutionID, st.GetStepId(), st.GetAttempts(), r.Commit.Epoch}
-		j, ok := pending[k]
-		if ok && st.GetStatus() != messages.StepRunning && last[r.Run] != j {
-			delete(pending, k) // another record of the run came in between: no fold
-			ok = false
-		}
-		if ok && st.GetStatus() != messages.StepRunning {
-			prev := commits[j]
-			ledger := make([]*messages.LedgerEntry, 0, len(prev.Ledger)+len(r.Commit.Ledger))
-			ledger = append(append(ledger, prev.Ledger...), r.Commit.Ledger...)
-			merged := r.Commit
-			merged.Ledger = ledger
-			if merged.Step.StartedAt == 0 {
-				merged.Step.StartedAt = prev.Step.StartedAt
-			}
-			commits[j] = merged
-			slot[i] = j
-			delete(pending, k)
+		if st.GetStatus() == messages.StepRunning {
+			pending[k] = i
 			continue
 		}
-		slot[i] = len(commits)
-		if st.GetStatus() == messages.StepRunning {
-			pending[k] = len(commits)
+		if j, ok := pending[k]; ok {
+			into[j] = i
+			delete(pending, k)
 		}
-		last[r.Run] = len(commits)
-		commits = append(commits, r.Commit)
+	}
+	carries := make(map[int]int, len(batch)) // later record -> the running record it carries
+	for j, i := range into {
+		if i != none {
+			carries[i] = j
+		}
+	}
+	slot = make([]int, len(batch))
+	commits = make([]store.StepCommit, 0, len(batch))
+	for i := range batch {
+		start, end := i, i // the records written together with batch[i], itself included
+		if k := into[i]; k != none {
+			end = k
+		} else if j, ok := carries[i]; ok {
+			start = j
+		}
+		if here := end; i != here {
+			continue // written at its end's place
+		}
+		c := batch[end].Commit
+		if start != end {
+			prev := batch[start].Commit
+			ledger := make([]*messages.LedgerEntry, 0, len(prev.Ledger)+len(c.Ledger))
+			c.Ledger = append(append(ledger, prev.Ledger...), c.Ledger...)
+			if c.Step.StartedAt == 0 {
+				c.Step.StartedAt = prev.Step.StartedAt
+			}
+		}
+		slot[start], slot[end] = len(commits), len(commits)
+		commits = append(commits, c)
 	}
 	return commits, slot
 }

@@ -168,12 +168,16 @@ func TestCommitter_heldRecordsWaitForWhatFollows(t *testing.T) {
 	}
 }
 
-// TestCommitter_foldKeepsTheRunsOrder: a step's start folds into its end only when no other
-// record of the run came between them; otherwise the run's ledger keeps the order the records
-// were submitted in (a finish riding on the last one must stay last).
+// TestCommitter_foldKeepsTheRunsOrder: a step's start folds into its end also when other
+// records of the run came between them (parallel steps): the folded write takes the end's
+// place, so each start is written just before its own end and the run's finish, riding on the
+// last record, stays last.
 func TestCommitter_foldKeepsTheRunsOrder(t *testing.T) {
 	st := &countingStore{Store: openStore(t)}
 	ctx, holding, g, done, submit := holdRig(t, st, ledger.CommitterConfig{StartHold: time.Minute})
+	if _, _, err := st.CreateRun(ctx, &messages.SharedRun{SharedRunId: "r1", Status: messages.RunRunning, ExecutionId: "x1"}); err != nil {
+		t.Fatal(err)
+	}
 	record := stepRecordOf
 	submit(ledger.Request{Run: "r1", Commit: record("b", messages.StepRunning, messages.KindStepStarted)})
 	select {
@@ -183,13 +187,17 @@ func TestCommitter_foldKeepsTheRunsOrder(t *testing.T) {
 	}
 	submit(ledger.Request{Run: "r1", Commit: record("c", messages.StepRunning, messages.KindStepStarted)})
 	submit(ledger.Request{Run: "r1", Commit: record("c", messages.StepSucceeded, messages.KindStepSucceeded), Async: true})
-	submit(ledger.Request{Run: "r1", Commit: record("b", messages.StepSucceeded, messages.KindStepSucceeded)})
+	last := record("b", messages.StepSucceeded, messages.KindStepSucceeded)
+	last.Finish = &store.ExecutionFinish{ExecutionID: "x1", Epoch: 1, RunID: "r1", Status: messages.RunSucceeded,
+		Entry: &messages.LedgerEntry{SharedRunId: "r1", Kind: messages.KindRunSucceeded}}
+	last.Finished = &store.FinishOutcome{}
+	submit(ledger.Request{Run: "r1", Commit: last})
 	awaitAnswers(ctx, t, done, 4)
 	if err := g.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := st.calls.Load(); n != 1 {
-		t.Fatalf("%d CommitSteps calls, want 1", n)
+	if calls, commits := st.calls.Load(), st.commits.Load(); calls != 1 || commits != 2 {
+		t.Fatalf("%d CommitSteps calls of %d commits, want 1 of 2 (both starts folded)", calls, commits)
 	}
 	entries, err := st.ReadLedger(ctx, "r1", 0, 0)
 	if err != nil {
@@ -199,7 +207,7 @@ func TestCommitter_foldKeepsTheRunsOrder(t *testing.T) {
 	for _, e := range entries {
 		got = append(got, e.StepId+" "+e.Kind)
 	}
-	want := []string{"b step_started", "c step_started", "c step_succeeded", "b step_succeeded"}
+	want := []string{"c step_started", "c step_succeeded", "b step_started", "b step_succeeded", " " + messages.KindRunSucceeded}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("ledger = %v, want %v", got, want)
 	}

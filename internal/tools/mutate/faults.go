@@ -77,13 +77,13 @@ var faults = []fault{
 			"if cur[1] ~= ARGV[1] then return -2 end\n",
 	},
 	{
-		// The committer folds a step's start into its end across the run's other records: the
-		// folded write takes the start's place, so a parallel step's records (and the run's
-		// finish riding on a later commit) are reordered in the run's ledger.
+		// The committer's folded write (a step's start and end) takes the start's place instead
+		// of the end's, carrying the end across the run's records in between: a parallel step's
+		// records, and the run's finish riding on a later commit, are reordered in its ledger.
 		name: "committer-folds-across-the-run",
 		file: "internal/ledger/committer.go",
-		old:  "if ok && st.GetStatus() != messages.StepRunning && last[r.Run] != j {",
-		new:  "if false {",
+		old:  "if here := end; i != here {",
+		new:  "if here := start; i != here {",
 	},
 }
 
