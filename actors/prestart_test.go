@@ -14,6 +14,7 @@ import (
 	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/internal/store/boltstore"
 	"github.com/dairuntime/dair/messages"
+	"github.com/dairuntime/dair/testkit"
 )
 
 // startCounting is the embedded store counting the execution starts written on their own
@@ -120,4 +121,79 @@ func kindsOf(entries []*messages.LedgerEntry) string {
 		out[i] = e.Kind
 	}
 	return fmt.Sprint(out)
+}
+
+// TestNode_startedRunCancelledInTheLocalQueue: a run whose assignment started its execution
+// can still wait in its instance's local queue (the instance's one worker is busy); cancelled
+// there, it ends with its execution: the run cancelled, the execution no longer listed as the
+// instance's, the run's slot hold released.
+func TestNode_startedRunCancelledInTheLocalQueue(t *testing.T) {
+	db, err := boltstore.Open(boltstore.Options{Path: filepath.Join(t.TempDir(), "dair.db"), NoSync: true})
+	require.NoError(t, err)
+	settings := &messages.TenantSettings{TenantId: "acme", IsolationMode: messages.IsolationDedicated, RuntimeInstanceIdPrefix: "acme-runtime",
+		MaxRuntimeInstances: 1, WorkerCountPerInstance: 1, MaxConcurrentRunsPerInstance: 2, LocalQueueCapacity: 10}
+	n, err := actors.Start(context.Background(), actors.Config{Store: db, NodeID: "prestart", PumpInterval: 10 * time.Millisecond,
+		HeartbeatInterval: 100 * time.Millisecond, RecoveryInterval: 100 * time.Millisecond,
+		Instances: []actors.InstanceSpec{{ID: "acme-runtime-1", Settings: settings}}})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		require.NoError(t, n.Stop(context.Background()))
+		require.NoError(t, db.Close())
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = n.PutTenant(ctx, settings)
+	require.NoError(t, err)
+	_, err = n.PutPipeline(ctx, []byte("key: nap\nsteps:\n  - id: a\n    uses: sleep\n    with: {duration: 1m}\n"))
+	require.NoError(t, err)
+	snap := &messages.ExecutionContextSnapshot{TenantId: "acme", UserId: "u1", Source: "test", Roles: []string{"tenant"}}
+	submit := func() *messages.SharedRun {
+		t.Helper()
+		var run *messages.SharedRun
+		require.NoError(t, testkit.WaitFor(ctx, 10*time.Millisecond, func() (bool, error) {
+			r, err := n.Submit(ctx, actors.SubmitRequest{Pipeline: "nap", Snapshot: snap, Mode: actors.SubmitDirect})
+			run = r
+			return err == nil, err
+		}))
+		return run
+	}
+	first := submit()
+	require.NoError(t, testkit.WaitFor(ctx, 10*time.Millisecond, func() (bool, error) {
+		r, err := n.GetRun(ctx, first.SharedRunId)
+		return err == nil && r.Status == messages.RunRunning, err
+	}), "the first run holds the instance's one worker")
+	second := submit()
+	var waiting *messages.SharedRun
+	require.NoError(t, testkit.WaitFor(ctx, 10*time.Millisecond, func() (bool, error) {
+		r, err := n.GetRun(ctx, second.SharedRunId)
+		waiting = r
+		return err == nil && r.Status == messages.RunRunning && r.ExecutionId != "", err
+	}), "the second run is assigned, its execution started with the assignment")
+	x, _, err := db.GetExecution(ctx, waiting.ExecutionId)
+	require.NoError(t, err)
+	require.Equal(t, messages.RunRunning, x.Status)
+
+	done, err := n.ControlRun(ctx, second.SharedRunId, messages.OpCancelRun)
+	require.NoError(t, err)
+	require.Equal(t, messages.RunCancelled, done.Status)
+	x, _, err = db.GetExecution(ctx, waiting.ExecutionId)
+	require.NoError(t, err)
+	require.Equal(t, messages.RunCancelled, x.Status, "the execution ends with the run")
+	listed, err := db.ListExecutionsByInstance(ctx, "acme-runtime-1")
+	require.NoError(t, err)
+	require.Len(t, listed, 1)
+	require.Equal(t, first.SharedRunId, listed[0].SharedRunId)
+	require.NoError(t, testkit.WaitFor(ctx, 10*time.Millisecond, func() (bool, error) {
+		n, err := db.ReservationCount(ctx, "acme-runtime-1")
+		return n == 1, err
+	}), "only the first run holds a slot")
+	entries, err := db.ReadLedger(ctx, second.SharedRunId, 0, 0)
+	require.NoError(t, err)
+	cancels := 0
+	for _, e := range entries {
+		if e.Kind == messages.KindRunCancelled {
+			cancels++
+		}
+	}
+	require.Equal(t, 1, cancels, kindsOf(entries))
 }
