@@ -197,3 +197,92 @@ func TestNode_startedRunCancelledInTheLocalQueue(t *testing.T) {
 	}
 	require.Equal(t, 1, cancels, kindsOf(entries))
 }
+
+// TestNode_startedRunsThroughDrainRaces: runs whose assignment starts their execution, while
+// one of the two instances is drained and undrained over and over: a delivery the draining
+// instance refuses (its drain not yet published when the run was assigned to it) puts its
+// started run back in the queue at once, its execution kept, and every run still succeeds with
+// each step committed once. Recovery runs once a minute here, so it cannot be what brings a
+// refused run back.
+func TestNode_startedRunsThroughDrainRaces(t *testing.T) {
+	db, err := boltstore.Open(boltstore.Options{Path: filepath.Join(t.TempDir(), "dair.db"), NoSync: true})
+	require.NoError(t, err)
+	settings := &messages.TenantSettings{TenantId: "acme", IsolationMode: messages.IsolationDedicated, RuntimeInstanceIdPrefix: "acme-runtime",
+		MaxRuntimeInstances: 2, WorkerCountPerInstance: 64, MaxConcurrentRunsPerInstance: 32, LocalQueueCapacity: 100}
+	n, err := actors.Start(context.Background(), actors.Config{Store: db, NodeID: "prestart", PumpInterval: 5 * time.Millisecond,
+		HeartbeatInterval: 50 * time.Millisecond, RecoveryInterval: time.Minute,
+		Instances: []actors.InstanceSpec{{ID: "acme-runtime-1", Settings: settings}, {ID: "acme-runtime-2", Settings: settings}}})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		require.NoError(t, n.Stop(context.Background()))
+		require.NoError(t, db.Close())
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, err = n.PutTenant(ctx, settings)
+	require.NoError(t, err)
+	_, err = n.PutPipeline(ctx, []byte("key: nap-echo\nsteps:\n  - id: a\n    uses: sleep\n    with: {duration: 1ms}\n"+
+		"  - id: b\n    uses: echo\n    needs: [a]\n    with: {value: b}\n"))
+	require.NoError(t, err)
+	snap := &messages.ExecutionContextSnapshot{TenantId: "acme", UserId: "u1", Source: "test", Roles: []string{"tenant"}}
+
+	stop := make(chan struct{})
+	toggled := make(chan struct{})
+	go func() {
+		defer close(toggled)
+		for op := messages.OpDrainQueue; ; {
+			select {
+			case <-stop:
+				_, _ = n.ControlInstance(context.Background(), "acme-runtime-2", messages.OpUndrainQueue)
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			_, _ = n.ControlInstance(ctx, "acme-runtime-2", op)
+			if op == messages.OpDrainQueue {
+				op = messages.OpUndrainQueue
+			} else {
+				op = messages.OpDrainQueue
+			}
+		}
+	}()
+	// Runs are submitted for a second, a few at a time, so that they meet many drains.
+	var ids []string
+	pace := time.NewTicker(time.Millisecond)
+	defer pace.Stop()
+	for end := time.Now().Add(time.Second); time.Now().Before(end); <-pace.C {
+		for i := 0; i < 4; i++ {
+			mode := actors.SubmitQueueFirst
+			if i%2 == 1 {
+				mode = actors.SubmitDirect
+			}
+			run, err := n.Submit(ctx, actors.SubmitRequest{Pipeline: "nap-echo", Snapshot: snap, Mode: mode})
+			require.NoError(t, err)
+			ids = append(ids, run.SharedRunId)
+		}
+	}
+	actx, acancel := context.WithTimeout(ctx, 20*time.Second) // well below the recovery interval
+	defer acancel()
+	for _, id := range ids {
+		done, err := n.Await(actx, id)
+		require.NoError(t, err, "run %s", id)
+		require.Equal(t, messages.RunSucceeded, done.Status, done.FailureReason)
+	}
+	close(stop)
+	<-toggled
+	refused := 0
+	for _, id := range ids {
+		entries, err := db.ReadLedger(ctx, id, 0, 0)
+		require.NoError(t, err)
+		succeeded := map[string]int{}
+		for _, e := range entries {
+			switch e.Kind {
+			case messages.KindStepSucceeded:
+				succeeded[e.StepId]++
+			case messages.KindDispatchFailed:
+				refused++
+			}
+		}
+		require.Equal(t, map[string]int{"a": 1, "b": 1}, succeeded, "run %s: %s", id, kindsOf(entries))
+	}
+	t.Logf("%d runs, %d deliveries refused by the draining instance", len(ids), refused)
+}
