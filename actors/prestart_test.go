@@ -1,6 +1,7 @@
 package actors_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -66,19 +67,14 @@ steps:
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			db, err := boltstore.Open(boltstore.Options{Path: filepath.Join(t.TempDir(), "dair.db"), NoSync: true})
-			require.NoError(t, err)
-			st := &startCounting{Store: db}
-			n, err := actors.Start(context.Background(), actors.Config{Store: st, NodeID: "prestart", PumpInterval: 10 * time.Millisecond,
-				HeartbeatInterval: 100 * time.Millisecond, RecoveryInterval: 100 * time.Millisecond})
-			require.NoError(t, err)
-			t.Cleanup(func() {
-				require.NoError(t, n.Stop(context.Background()))
-				require.NoError(t, db.Close())
+			var st *startCounting
+			_, n := embeddedNode(t, actors.Config{}, func(db *boltstore.Store) store.Store {
+				st = &startCounting{Store: db}
+				return st
 			})
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			_, err = n.PutPipeline(ctx, []byte(tc.pipeline))
+			_, err := n.PutPipeline(ctx, []byte(tc.pipeline))
 			require.NoError(t, err)
 			snap := &messages.ExecutionContextSnapshot{TenantId: "acme", UserId: "u1", Source: "test", Roles: []string{"tenant"}}
 			// The first run waits for its scope's scale-out, so it starts from the pump; the
@@ -115,6 +111,29 @@ steps:
 	}
 }
 
+// embeddedNode starts a node on a fresh embedded store (fsync off), given to the node through
+// wrap (nil: as it is), with cfg's instances and timings (zero: pump 10 ms, heartbeat and
+// recovery 100 ms). Both stop at the end of t.
+func embeddedNode(t *testing.T, cfg actors.Config, wrap func(*boltstore.Store) store.Store) (*boltstore.Store, *actors.Node) {
+	t.Helper()
+	db, err := boltstore.Open(boltstore.Options{Path: filepath.Join(t.TempDir(), "dair.db"), NoSync: true})
+	require.NoError(t, err)
+	cfg.Store, cfg.NodeID = db, "prestart"
+	if wrap != nil {
+		cfg.Store = wrap(db)
+	}
+	cfg.PumpInterval = cmp.Or(cfg.PumpInterval, 10*time.Millisecond)
+	cfg.HeartbeatInterval = cmp.Or(cfg.HeartbeatInterval, 100*time.Millisecond)
+	cfg.RecoveryInterval = cmp.Or(cfg.RecoveryInterval, 100*time.Millisecond)
+	n, err := actors.Start(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		require.NoError(t, n.Stop(context.Background()))
+		require.NoError(t, db.Close())
+	})
+	return db, n
+}
+
 func kindsOf(entries []*messages.LedgerEntry) string {
 	out := make([]string, len(entries))
 	for i, e := range entries {
@@ -128,21 +147,12 @@ func kindsOf(entries []*messages.LedgerEntry) string {
 // there, it ends with its execution: the run cancelled, the execution no longer listed as the
 // instance's, the run's slot hold released.
 func TestNode_startedRunCancelledInTheLocalQueue(t *testing.T) {
-	db, err := boltstore.Open(boltstore.Options{Path: filepath.Join(t.TempDir(), "dair.db"), NoSync: true})
-	require.NoError(t, err)
 	settings := &messages.TenantSettings{TenantId: "acme", IsolationMode: messages.IsolationDedicated, RuntimeInstanceIdPrefix: "acme-runtime",
 		MaxRuntimeInstances: 1, WorkerCountPerInstance: 1, MaxConcurrentRunsPerInstance: 2, LocalQueueCapacity: 10}
-	n, err := actors.Start(context.Background(), actors.Config{Store: db, NodeID: "prestart", PumpInterval: 10 * time.Millisecond,
-		HeartbeatInterval: 100 * time.Millisecond, RecoveryInterval: 100 * time.Millisecond,
-		Instances: []actors.InstanceSpec{{ID: "acme-runtime-1", Settings: settings}}})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		require.NoError(t, n.Stop(context.Background()))
-		require.NoError(t, db.Close())
-	})
+	db, n := embeddedNode(t, actors.Config{Instances: []actors.InstanceSpec{{ID: "acme-runtime-1", Settings: settings}}}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err = n.PutTenant(ctx, settings)
+	_, err := n.PutTenant(ctx, settings)
 	require.NoError(t, err)
 	_, err = n.PutPipeline(ctx, []byte("key: nap\nsteps:\n  - id: a\n    uses: sleep\n    with: {duration: 1m}\n"))
 	require.NoError(t, err)
@@ -205,21 +215,13 @@ func TestNode_startedRunCancelledInTheLocalQueue(t *testing.T) {
 // each step committed once. Recovery runs once a minute here, so it cannot be what brings a
 // refused run back.
 func TestNode_startedRunsThroughDrainRaces(t *testing.T) {
-	db, err := boltstore.Open(boltstore.Options{Path: filepath.Join(t.TempDir(), "dair.db"), NoSync: true})
-	require.NoError(t, err)
 	settings := &messages.TenantSettings{TenantId: "acme", IsolationMode: messages.IsolationDedicated, RuntimeInstanceIdPrefix: "acme-runtime",
 		MaxRuntimeInstances: 2, WorkerCountPerInstance: 64, MaxConcurrentRunsPerInstance: 32, LocalQueueCapacity: 100}
-	n, err := actors.Start(context.Background(), actors.Config{Store: db, NodeID: "prestart", PumpInterval: 5 * time.Millisecond,
-		HeartbeatInterval: 50 * time.Millisecond, RecoveryInterval: time.Minute,
-		Instances: []actors.InstanceSpec{{ID: "acme-runtime-1", Settings: settings}, {ID: "acme-runtime-2", Settings: settings}}})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		require.NoError(t, n.Stop(context.Background()))
-		require.NoError(t, db.Close())
-	})
+	db, n := embeddedNode(t, actors.Config{PumpInterval: 5 * time.Millisecond, HeartbeatInterval: 50 * time.Millisecond, RecoveryInterval: time.Minute,
+		Instances: []actors.InstanceSpec{{ID: "acme-runtime-1", Settings: settings}, {ID: "acme-runtime-2", Settings: settings}}}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	_, err = n.PutTenant(ctx, settings)
+	_, err := n.PutTenant(ctx, settings)
 	require.NoError(t, err)
 	_, err = n.PutPipeline(ctx, []byte("key: nap-echo\nsteps:\n  - id: a\n    uses: sleep\n    with: {duration: 1ms}\n"+
 		"  - id: b\n    uses: echo\n    needs: [a]\n    with: {value: b}\n"))
