@@ -33,7 +33,7 @@ func newPrestarts(e *env) *prestarts {
 // pure: a pure start is queued instead (startsPure), and its steps' commits share its
 // transaction. See controlplane.Prestarter.
 func (p *prestarts) Prestart(run *messages.SharedRun, instanceID string) (store.ExecutionStart, func(), bool) {
-	if _, ok := p.e.dir.Lookup(instanceID); !ok || run.ExecutionId != "" {
+	if _, ok := p.e.dir.Lookup(instanceID); !ok {
 		return store.ExecutionStart{}, nil, false
 	}
 	if c := p.e.pipelines.cached(run.PipelineHash); c == nil || startsPure(c, p.e.handlers) {

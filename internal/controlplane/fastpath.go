@@ -276,22 +276,18 @@ func (f *fastDecision) step(ctx context.Context, onlyAssign bool) (out Outcome, 
 // start's preparation once the delivery answered.
 func (f *fastDecision) assign(ctx context.Context, a store.Assignment) (res store.AssignResult, held int, forget func(), err error) {
 	d := f.d
-	forget = func() {}
-	if d.starter == nil || a.Run.ExecutionId != "" {
-		res, held, err = d.asg.Assign(ctx, a)
-		return res, held, forget, err
+	if d.starter != nil && a.Run.ExecutionId == "" {
+		if st, forget, ok := d.cfg.Prestarter.Prestart(a.Run, a.InstanceID); ok {
+			res, held, started, err := d.starter.AssignAndStart(ctx, a, st)
+			if err == nil && res == store.Assigned {
+				store.MarkStarted(a.Run, st.Execution.ExecutionId, a.InstanceID, st.Execution.LocalRunId)
+				d.cfg.Prestarter.Started(a.Run, started)
+			}
+			return res, held, forget, err
+		}
 	}
-	st, forget, ok := d.cfg.Prestarter.Prestart(a.Run, a.InstanceID)
-	if !ok {
-		res, held, err = d.asg.Assign(ctx, a)
-		return res, held, func() {}, err
-	}
-	res, held, started, err := d.starter.AssignAndStart(ctx, a, st)
-	if err == nil && res == store.Assigned {
-		store.MarkStarted(a.Run, st.Execution.ExecutionId, a.InstanceID, st.Execution.LocalRunId)
-		d.cfg.Prestarter.Started(a.Run, started)
-	}
-	return res, held, forget, err
+	res, held, err = d.asg.Assign(ctx, a)
+	return res, held, func() {}, err
 }
 
 // decide asks admission on the instance view (fresh when f.fresh).

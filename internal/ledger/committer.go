@@ -477,12 +477,12 @@ func merge(batch []Request) (commits []store.StepCommit, slot []int) {
 		epoch      int64
 	}
 	const none = -1
-	// into[j] is the record that the running record batch[j] folds into (none: it is written
-	// in its own place).
-	into := make([]int, len(batch))
+	// into[j] is the record that the running record batch[j] folds into, carries[i] the running
+	// record that batch[i] carries (none: no fold).
+	into, carries := make([]int, len(batch)), make([]int, len(batch))
 	pending := map[key]int{} // running record -> its index in batch
 	for i, r := range batch {
-		into[i] = none
+		into[i], carries[i] = none, none
 		st := r.Commit.Step
 		k := key{r.Commit.ExecutionID, st.GetStepId(), st.GetAttempts(), r.Commit.Epoch}
 		if st.GetStatus() == messages.StepRunning {
@@ -490,14 +490,8 @@ func merge(batch []Request) (commits []store.StepCommit, slot []int) {
 			continue
 		}
 		if j, ok := pending[k]; ok {
-			into[j] = i
+			into[j], carries[i] = i, j
 			delete(pending, k)
-		}
-	}
-	carries := make(map[int]int, len(batch)) // later record -> the running record it carries
-	for j, i := range into {
-		if i != none {
-			carries[i] = j
 		}
 	}
 	slot = make([]int, len(batch))
@@ -506,7 +500,7 @@ func merge(batch []Request) (commits []store.StepCommit, slot []int) {
 		start, end := i, i // the records written together with batch[i], itself included
 		if k := into[i]; k != none {
 			end = k
-		} else if j, ok := carries[i]; ok {
+		} else if j := carries[i]; j != none {
 			start = j
 		}
 		if here := end; i != here {
