@@ -37,6 +37,9 @@ func (x *execution) load(c actor.Context) {
 		if msg.err == nil {
 			msg.err = loadExecution(ctx, s, msg)
 		}
+		// The first step waits for the dispatcher's outcome entry (prestart.go): the run's
+		// ledger has it before any step record.
+		s.env.prestarts.awaitGate(ctx, s.req.SharedRunId)
 		s.env.system.Root.Send(self, msg)
 		if msg.err == nil && msg.confirm != nil {
 			err := confirmStart(ctx, s, msg.executionID, msg.confirm)

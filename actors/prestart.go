@@ -1,7 +1,9 @@
 package actors
 
 import (
+	"context"
 	"sync"
+	"time"
 
 	"github.com/dairuntime/dair/internal/ids"
 	"github.com/dairuntime/dair/internal/store"
@@ -18,14 +20,61 @@ import (
 // Nothing depends on the preparation surviving: a delivery that finds none (it was forgotten,
 // the instance restarted) names the execution as a recovered run's does, and the activation
 // takes it over at a new epoch.
+//
+// It also keeps the gates of deliveries to this process's instances (Gate): an activation's
+// first step waits until the dispatcher handed the delivery's outcome entry ("dispatch") to
+// the ledger, so that the entry is never written after the run's step records or its end.
 type prestarts struct {
-	e  *env
-	mu sync.Mutex                     // guards m
-	m  map[string]*messages.Execution // by execution id: prepared and not yet delivered
+	e     *env
+	mu    sync.Mutex                     // guards m and gates
+	m     map[string]*messages.Execution // by execution id: prepared and not yet delivered
+	gates map[string]chan struct{}       // by shared run id: closed when the outcome is handed over
 }
 
 func newPrestarts(e *env) *prestarts {
-	return &prestarts{e: e, m: make(map[string]*messages.Execution)}
+	return &prestarts{e: e, m: make(map[string]*messages.Execution), gates: make(map[string]chan struct{})}
+}
+
+// gateWait bounds how long an activation waits for its delivery's gate (a dispatcher that
+// never opens it would be a bug; the run goes on without the order then).
+const gateWait = 5 * time.Second
+
+// Gate holds the first step of run's activation on instanceID until open. See
+// controlplane.Prestarter.
+func (p *prestarts) Gate(run *messages.SharedRun, instanceID string) func() {
+	if _, ok := p.e.dir.Lookup(instanceID); !ok {
+		return func() {}
+	}
+	id, ch := run.SharedRunId, make(chan struct{})
+	p.mu.Lock()
+	p.gates[id] = ch
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		if p.gates[id] == ch {
+			delete(p.gates, id)
+		}
+		p.mu.Unlock()
+		close(ch)
+	}
+}
+
+// awaitGate waits until the gate of runID's delivery, if any, is open (or ctx ends, or
+// gateWait passed).
+func (p *prestarts) awaitGate(ctx context.Context, runID string) {
+	p.mu.Lock()
+	ch := p.gates[runID]
+	p.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	t := time.NewTimer(gateWait)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // Prestart prepares the start of run's execution on instanceID when the instance's actor

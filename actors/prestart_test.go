@@ -45,7 +45,8 @@ func (s *startCounting) AcquireExecution(ctx context.Context, id, owner, instanc
 // (store.StartingAssigner), whether the run is handed off on submit or dispatched by the pump:
 // no start of its own, no takeover, the execution at epoch 1, one execution_started entry
 // right after the decision's. A run whose first steps are all pure keeps its queued start
-// (store.QueuedStarter), which its steps' commits share.
+// (store.QueuedStarter), which its steps' commits share. Either way the dispatch entry comes
+// before every step record (the first step waits at the delivery's gate).
 func TestNode_embeddedAssignmentStartsTheExecution(t *testing.T) {
 	const napFirst = `
 key: nap-first
@@ -91,9 +92,13 @@ steps:
 				require.EqualValues(t, 1, x.Epoch, "run %d", i)
 				entries, err := st.ReadLedger(ctx, done.SharedRunId, 0, 0)
 				require.NoError(t, err)
-				starts := 0
+				starts, dispatched := 0, false
 				for j, e := range entries {
 					switch e.Kind {
+					case messages.KindDispatch:
+						dispatched = true
+					case messages.KindStepStarted, messages.KindStepSucceeded, messages.KindRunSucceeded:
+						require.True(t, dispatched, "run %d: a step record before the dispatch entry: %v", i, kindsOf(entries))
 					case messages.KindExecutionStarted:
 						starts++
 						if tc.ownStarts == 0 {

@@ -63,6 +63,10 @@ func (d *Dispatcher) handOver(ctx context.Context, upd *messages.SharedRun, x *m
 // enqueue, put back in the shared queue).
 func (d *Dispatcher) deliverMarked(ctx context.Context, upd *messages.SharedRun, x *messages.CapacityDescriptor, pumpID string, enqueue bool,
 	pre ...*messages.LedgerEntry) (Outcome, error) {
+	if d.cfg.Prestarter != nil {
+		open := d.cfg.Prestarter.Gate(upd, x.RuntimeInstanceId)
+		defer open() // after the outcome entry was handed to the ledger, whatever it says
+	}
 	res := d.cfg.Router.Dispatch(ctx, x, d.request(ctx, upd, x, pumpID))
 	if d.cfg.Circuits.Record(CircuitKey(x), res, d.cfg.Now()) {
 		d.cfg.Log.Warn("dispatch circuit opened; the instance gets no new work", zap.String("runtime_instance_id", x.RuntimeInstanceId),

@@ -81,6 +81,12 @@ type Prestarter interface {
 	Prestart(run *messages.SharedRun, instanceID string) (st store.ExecutionStart, forget func(), ok bool)
 	// Started tells of the start written with an assignment (res as the store answered).
 	Started(run *messages.SharedRun, res store.StartResult)
+	// Gate holds the first step of run's activation on instanceID, when the instance is this
+	// process's, until open is called: the dispatcher opens it once it handed the delivery's
+	// outcome entry to the ledger, so that the entry precedes every step record of the run
+	// (the committer writes a run's records in the order they were handed to it). open must
+	// be called once; it is a no-op for an instance of another process.
+	Gate(run *messages.SharedRun, instanceID string) (open func())
 }
 
 // DispatchRouter delivers a run to an instance through its provider; *providers.Registry

@@ -1,6 +1,7 @@
 package controlplane_test
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -17,11 +18,14 @@ import (
 // prestarter prepares starts on the instances it is given as its own, and records what the
 // dispatcher told it.
 type prestarter struct {
+	st    store.Store
 	local map[string]bool
 	mu    sync.Mutex // guards the fields below
 	asked []string   // run ids Prestart was asked for
 	open  map[string]bool
 	told  []store.StartResult
+	// opened has, for each gate opened, whether the delivery's outcome was in the ledger.
+	opened []bool
 }
 
 func (p *prestarter) Prestart(run *messages.SharedRun, instanceID string) (store.ExecutionStart, func(), bool) {
@@ -38,6 +42,20 @@ func (p *prestarter) Prestart(run *messages.SharedRun, instanceID string) (store
 			LocalRunId: "lrun-" + run.SharedRunId, Epoch: 1, Status: messages.RunRunning, Snapshot: run.Snapshot},
 		Entry: &messages.LedgerEntry{Kind: messages.KindExecutionStarted, ExecutionId: execID, RuntimeInstanceId: instanceID, Epoch: 1},
 	}, func() { p.mu.Lock(); delete(p.open, execID); p.mu.Unlock() }, true
+}
+
+// Gate reports, when opened, whether the run's ledger held the delivery's outcome by then.
+func (p *prestarter) Gate(run *messages.SharedRun, _ string) func() {
+	return func() {
+		entries, err := p.st.ReadLedger(context.Background(), run.SharedRunId, 0, 0)
+		recorded := false
+		for _, e := range entries {
+			recorded = recorded || e.Kind == messages.KindDispatch || e.Kind == messages.KindDispatchFailed
+		}
+		p.mu.Lock()
+		p.opened = append(p.opened, err == nil && recorded)
+		p.mu.Unlock()
+	}
 }
 
 func (p *prestarter) Started(_ *messages.SharedRun, res store.StartResult) {
@@ -76,7 +94,7 @@ func TestDispatcher_prestart(t *testing.T) {
 			st := openStore(t)
 			p := newPlane(t, st)
 			p.router.ok, p.router.retryable, p.router.reason = tc.deliverOK, true, "instance-draining"
-			pre := &prestarter{local: map[string]bool{"acme-runtime-1": tc.local}, open: map[string]bool{}}
+			pre := &prestarter{st: st, local: map[string]bool{"acme-runtime-1": tc.local}, open: map[string]bool{}}
 			d, err := controlplane.NewDispatcher(st, controlplane.DispatcherConfig{ReservationTTL: time.Minute, Router: p.router,
 				Ledger: ledger.NewWriter(st, ledger.WriterConfig{}), Tenants: p.tenants, Scaler: p.scaler, Prestarter: pre})
 			require.NoError(t, err)
@@ -98,6 +116,7 @@ func TestDispatcher_prestart(t *testing.T) {
 			require.Equal(t, tc.asked, len(pre.asked) > 0, "asked %v", pre.asked)
 			require.Empty(t, pre.open, "every preparation is forgotten once the delivery answered")
 			told := pre.told
+			require.Equal(t, []bool{true}, pre.opened, "the delivery's gate opens once, after its outcome is in the ledger")
 			pre.mu.Unlock()
 			p.router.mu.Lock()
 			require.Len(t, p.router.dispatch, 1)
