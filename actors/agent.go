@@ -165,7 +165,8 @@ func (n *Node) RegisterAgentType(ctx context.Context, name string, h AgentHandle
 // timeout, 30 s by default) passes first (noticed within deadlineTick, 5 ms), UNDELIVERABLE (no live owner, owner evicted while
 // pending, tenant refused, node stopping) or ERROR (the handler failed). The reason of a
 // non-delivered outcome is "<code>: <detail>" (agents.ReasonCode). The error is non-nil only for
-// invalid input or when ctx ends. It is goroutine-safe; the caller owns the outcome.
+// invalid input (an invalid recipient, a tenant id no tenant can have: agents.ErrInvalidTenant)
+// or when ctx ends. It is goroutine-safe; the caller owns the outcome.
 func (n *Node) SendAgent(ctx context.Context, id *messages.AgentId, payload []byte, snap *messages.ExecutionContextSnapshot,
 	timeout time.Duration) (*messages.DeliveryOutcome, error) {
 	env := &messages.MessageEnvelope{Recipient: id, Payload: payload, ContentType: "application/json", Snapshot: snap}
@@ -184,6 +185,9 @@ func (n *Node) SendAgentEnvelope(ctx context.Context, env *messages.MessageEnvel
 	}
 	if err := agents.ValidateAgentID(env.Recipient); err != nil {
 		return nil, fmt.Errorf("actors: send agent: %w", err)
+	}
+	if err := agents.ValidateTenant(env.GetSnapshot().GetTenantId()); errors.Is(err, agents.ErrInvalidTenant) {
+		return nil, fmt.Errorf("actors: send agent: %w", err) // no tenant at all is an undeliverable outcome
 	}
 	if n.agents == nil {
 		return nil, ErrAgentsStopped
@@ -214,6 +218,9 @@ func (n *Node) SendAgentBatch(ctx context.Context, envs []*messages.MessageEnvel
 		if err := agents.ValidateAgentID(env.Recipient); err != nil {
 			return nil, fmt.Errorf("actors: send agent batch: envelope %d: %w", i, err)
 		}
+		if err := agents.ValidateTenant(env.GetSnapshot().GetTenantId()); errors.Is(err, agents.ErrInvalidTenant) {
+			return nil, fmt.Errorf("actors: send agent batch: envelope %d: %w", i, err)
+		}
 	}
 	if n.agents == nil {
 		return nil, ErrAgentsStopped
@@ -230,6 +237,9 @@ func (n *Node) SendAgentBatch(ctx context.Context, envs []*messages.MessageEnvel
 // runtime (ErrAgentsStopped) or when ctx ends. It is goroutine-safe.
 func (n *Node) PublishAgent(ctx context.Context, topic *messages.TopicId, payload []byte, snap *messages.ExecutionContextSnapshot) (int, error) {
 	if err := agents.ValidateTopic(topic); err != nil {
+		return 0, fmt.Errorf("actors: publish: %w", err)
+	}
+	if err := agents.ValidateTenant(snap.GetTenantId()); err != nil {
 		return 0, fmt.Errorf("actors: publish: %w", err)
 	}
 	if n.agents == nil {

@@ -98,6 +98,15 @@ func TestAgent_Send_outcomesOnOneNode(t *testing.T) {
 			t.Errorf("SendAgent(%v) error = %v, want ErrInvalidAgentID", bad, err)
 		}
 	}
+	for _, bad := range []string{"ba/d", "has space", "Acme"} { // a tenant id as a run's
+		if _, err := n.SendAgent(ctx, aid("echo", "k"), nil, tenant(bad), 0); !errors.Is(err, agents.ErrInvalidTenant) {
+			t.Errorf("SendAgent(tenant %q) error = %v, want ErrInvalidTenant", bad, err)
+		}
+		env := &messages.MessageEnvelope{Recipient: aid("echo", "k"), Snapshot: tenant(bad)}
+		if _, err := n.SendAgentBatch(ctx, []*messages.MessageEnvelope{env}); !errors.Is(err, agents.ErrInvalidTenant) {
+			t.Errorf("SendAgentBatch(tenant %q) error = %v, want ErrInvalidTenant", bad, err)
+		}
+	}
 	if _, err := n.SendAgentEnvelope(ctx, nil); err == nil {
 		t.Error("SendAgentEnvelope(nil) succeeded")
 	}
@@ -235,6 +244,9 @@ func TestAgent_Publish_exactPrefixAndSourceMapping(t *testing.T) {
 	}
 	if _, err := n.PublishAgent(ctx, &messages.TopicId{Type: "orders"}, nil, nil); !errors.Is(err, agents.ErrNoTenant) {
 		t.Fatalf("publish without tenant: %v", err)
+	}
+	if _, err := n.PublishAgent(ctx, &messages.TopicId{Type: "orders"}, nil, tenant("ac/me")); !errors.Is(err, agents.ErrInvalidTenant) {
+		t.Fatalf("publish with an invalid tenant: %v", err)
 	}
 	if _, err := n.Subscribe(ctx, &messages.Subscription{TenantId: "acme", AgentType: "counter"}); !errors.Is(err, agents.ErrInvalidSubscription) {
 		t.Fatalf("subscribe without topic: %v", err)

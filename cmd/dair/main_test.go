@@ -301,6 +301,7 @@ func TestDair_Usage_exitCodes(t *testing.T) {
 			"--instance", "x-1", "--instance-settings", "{bad"}, 2, "--instance-settings", ""},
 		{"token missing flags", []string{"token", "--tenant", "t"}, 2, "--secret-file", ""},
 		{"token bad role", []string{"token", "--tenant", "t", "--roles", "king", "--secret-file", secret}, 2, "unknown role", ""},
+		{"token bad tenant", []string{"token", "--tenant", "x/counter", "--roles", "tenant", "--secret-file", secret}, 2, "invalid tenant_id", ""},
 		{"token", []string{"token", "--tenant", "t", "--roles", "tenant,operator", "--secret-file", secret, "--ttl", "1h"}, 0, "", "eyJ"},
 	}
 	for _, tc := range cases {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dairuntime/dair/internal/auth"
+	"github.com/dairuntime/dair/internal/tenancy"
 )
 
 func newTokenCmd(a *app) *cobra.Command {
@@ -24,6 +25,9 @@ func newTokenCmd(a *app) *cobra.Command {
 		RunE: func(*cobra.Command, []string) error {
 			if c.TenantID == "" || secretFile == "" || len(roles) == 0 {
 				return usagef("token needs --tenant, --roles and --secret-file")
+			}
+			if err := tenancy.ValidateTenantID(c.TenantID); err != nil {
+				return usagef("--tenant: %v", err)
 			}
 			if ttl <= 0 {
 				return usagef("--ttl must be positive")

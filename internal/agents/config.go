@@ -16,6 +16,8 @@ var (
 	ErrInvalidTopic = errors.New("agents: invalid topic")
 	// ErrInvalidSubscription is returned by ValidateSubscription when a subscription is malformed.
 	ErrInvalidSubscription = errors.New("agents: invalid subscription")
+	// ErrInvalidTenant is returned by ValidateTenant for a tenant id no tenant can have.
+	ErrInvalidTenant = errors.New("agents: invalid tenant")
 	// ErrNoTenant is returned by ValidateEnvelope when the envelope has no snapshot tenant.
 	ErrNoTenant = errors.New("agents: message has no tenant")
 	// ErrSessionID is returned by Sessions.OpenID for an id outside CallerSessions or in use.

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
+	"github.com/dairuntime/dair/internal/tenancy"
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -90,14 +92,17 @@ func validateKey(key string) error {
 	return nil
 }
 
-// ValidateTopic checks a topic: a type of 1 to 256 bytes of UTF-8 without control characters;
-// the source may be empty.
+// ValidateTopic checks a topic: a type of 1 to 256 bytes of UTF-8 without control characters
+// nor white space; the source, which may be empty, follows the rule of an agent key.
 func ValidateTopic(t *messages.TopicId) error {
 	if t == nil {
 		return fmt.Errorf("%w: no topic", ErrInvalidTopic)
 	}
 	if err := validateKey(t.Type); err != nil {
 		return fmt.Errorf("%w: type: %w", ErrInvalidTopic, err)
+	}
+	if strings.ContainsFunc(t.Type, unicode.IsSpace) {
+		return fmt.Errorf("%w: type %q has white space", ErrInvalidTopic, t.Type)
 	}
 	if t.Source != "" {
 		if err := validateKey(t.Source); err != nil {
@@ -107,7 +112,19 @@ func ValidateTopic(t *messages.TopicId) error {
 	return nil
 }
 
-// ValidateSubscription checks s: a tenant, exactly one of topic and topic prefix, a valid agent
+// ValidateTenant checks the tenant of a message or subscription: a tenant id as
+// tenancy.ValidateTenantID defines it (a run's tenant follows the same rule).
+func ValidateTenant(tenant string) error {
+	if tenant == "" {
+		return ErrNoTenant
+	}
+	if err := tenancy.ValidateTenantID(tenant); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidTenant, err)
+	}
+	return nil
+}
+
+// ValidateSubscription checks s: a valid tenant, exactly one of topic and topic prefix, a valid agent
 // type and, when set, a valid agent key.
 func ValidateSubscription(s *messages.Subscription) error {
 	switch {
@@ -115,6 +132,8 @@ func ValidateSubscription(s *messages.Subscription) error {
 		return fmt.Errorf("%w: nil", ErrInvalidSubscription)
 	case s.TenantId == "":
 		return fmt.Errorf("%w: no tenant", ErrInvalidSubscription)
+	case ValidateTenant(s.TenantId) != nil:
+		return fmt.Errorf("%w: %w", ErrInvalidSubscription, ValidateTenant(s.TenantId))
 	case (s.Topic == "") == (s.TopicPrefix == ""):
 		return fmt.Errorf("%w: want exactly one of topic and topic prefix", ErrInvalidSubscription)
 	}
@@ -129,11 +148,11 @@ func ValidateSubscription(s *messages.Subscription) error {
 	return nil
 }
 
-// TenantOf returns the envelope's snapshot tenant, or ErrNoTenant.
+// TenantOf returns the envelope's snapshot tenant, or ErrNoTenant or ErrInvalidTenant.
 func TenantOf(env *messages.MessageEnvelope) (string, error) {
 	t := env.GetSnapshot().GetTenantId()
-	if t == "" {
-		return "", ErrNoTenant
+	if err := ValidateTenant(t); err != nil {
+		return "", err
 	}
 	return t, nil
 }

@@ -41,7 +41,10 @@ func TestValidateTopic_cases(t *testing.T) {
 	if err := ValidateTopic(topic("orders", "")); err != nil {
 		t.Fatal(err)
 	}
-	for _, tp := range []*messages.TopicId{nil, topic("", "x"), topic("orders", "a\x00")} {
+	if err := ValidateTopic(topic("orders", "a source with spaces")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range []*messages.TopicId{nil, topic("", "x"), topic("orders", "a\x00"), topic("Bad Topic", ""), topic("tab\tbed", "")} {
 		if err := ValidateTopic(tp); !errors.Is(err, ErrInvalidTopic) {
 			t.Errorf("ValidateTopic(%v) = %v", tp, err)
 		}
@@ -58,6 +61,7 @@ func TestValidateSubscription_cases(t *testing.T) {
 		{"prefix with key", prefixSub("s", "acme", "orders.", "echo", "k"), true},
 		{"nil", nil, false},
 		{"no tenant", sub("s", "", "orders", "echo", ""), false},
+		{"invalid tenant", sub("s", "ac/me", "orders", "echo", ""), false},
 		{"neither topic nor prefix", sub("s", "acme", "", "echo", ""), false},
 		{"both topic and prefix", &messages.Subscription{TenantId: "acme", Topic: "a", TopicPrefix: "a", AgentType: "echo"}, false},
 		{"bad agent type", sub("s", "acme", "orders", "Echo", ""), false},
@@ -76,6 +80,11 @@ func TestValidateSubscription_cases(t *testing.T) {
 func TestTenancy_seedRules(t *testing.T) {
 	if _, err := TenantOf(&messages.MessageEnvelope{}); !errors.Is(err, ErrNoTenant) {
 		t.Errorf("TenantOf(no snapshot) = %v", err)
+	}
+	for _, bad := range []string{"ba/d", "has space", "Acme", "x/counter"} {
+		if _, err := TenantOf(&messages.MessageEnvelope{Snapshot: &messages.ExecutionContextSnapshot{TenantId: bad}}); !errors.Is(err, ErrInvalidTenant) {
+			t.Errorf("TenantOf(%q) = %v, want ErrInvalidTenant (a tenant id as a run's)", bad, err)
+		}
 	}
 	ten, err := TenantOf(&messages.MessageEnvelope{Snapshot: &messages.ExecutionContextSnapshot{TenantId: "acme"}})
 	if err != nil || ten != "acme" {

@@ -98,7 +98,7 @@ func (s *server) sendAgent(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	snap, err := s.submitSnapshot(r, req.TenantID, "")
+	snap, err := s.agentSnapshot(r, req.TenantID)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -138,7 +138,7 @@ func (s *server) publishAgent(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	snap, err := s.submitSnapshot(r, req.TenantID, "")
+	snap, err := s.agentSnapshot(r, req.TenantID)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -149,6 +149,23 @@ func (s *server) publishAgent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeJSON(w, http.StatusAccepted, httpapi.AgentPublishResponse{Deliveries: n, TopicType: topic.Type, TopicSource: topic.Source})
+}
+
+// agentSnapshot returns the snapshot of a send or publish (submitSnapshot): its tenant must be
+// a valid tenant id (a 400, as for a run) and not suspended (a 423: a suspended tenant's agents
+// take no messages from the API, as its pipelines take no runs).
+func (s *server) agentSnapshot(r *http.Request, bodyTenant string) (*messages.ExecutionContextSnapshot, error) {
+	snap, err := s.submitSnapshot(r, bodyTenant, "")
+	if err != nil {
+		return nil, err
+	}
+	if err := agents.ValidateTenant(snap.TenantId); err != nil {
+		return nil, badRequest("api: %v", err)
+	}
+	if err := s.requireActiveTenant(r, snap.TenantId); err != nil {
+		return nil, err
+	}
+	return snap, nil
 }
 
 // outcomeView converts a delivery outcome to its wire form. A delivered reply that is JSON is
@@ -208,7 +225,8 @@ func agentTimeout(s string) (time.Duration, error) {
 // 503; the rest goes to fail as is.
 func agentError(err error) error {
 	switch {
-	case errors.Is(err, agents.ErrInvalidAgentID), errors.Is(err, agents.ErrInvalidTopic):
+	case errors.Is(err, agents.ErrInvalidAgentID), errors.Is(err, agents.ErrInvalidTopic), errors.Is(err, agents.ErrInvalidTenant),
+		errors.Is(err, agents.ErrNoTenant):
 		return badRequest("api: %v", err)
 	case errors.Is(err, actors.ErrAgentsStopped):
 		return &httpError{status: http.StatusServiceUnavailable, code: httpapi.CodeAgentsUnavailable, msg: "api: " + err.Error()}

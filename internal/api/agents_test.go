@@ -210,3 +210,49 @@ func TestAPI_Agents_badInput(t *testing.T) {
 		})
 	}
 }
+
+// A send or publish names a tenant as a run does: an id no tenant can have is a 400 (with auth
+// off, where the body names it, and with a token that names one), a suspended tenant a 423 until
+// it is resumed.
+func TestAPI_Agents_tenantChecks(t *testing.T) {
+	f := newFixture(t, false, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.node.RegisterAgentType(ctx, "greet", func(context.Context, *actors.Agent, *messages.MessageEnvelope) ([]byte, error) {
+		return []byte(`"hi"`), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tenant := range []string{"ba/d", "has space", "Acme", strings.Repeat("a", 300), "-lead", "ac\u00e9"} {
+		body, _ := json.Marshal(map[string]any{"tenant_id": tenant, "message": 1})
+		t.Run("send "+tenant[:min(len(tenant), 12)], func(t *testing.T) {
+			e := f.callErr("POST", "/v1/agents/greet/k/messages", string(body), http.StatusBadRequest, httpapi.CodeBadRequest)
+			if !strings.Contains(e.Error.Message, "tenant_id") {
+				t.Errorf("message %q does not name tenant_id", e.Error.Message)
+			}
+		})
+		t.Run("publish "+tenant[:min(len(tenant), 12)], func(t *testing.T) {
+			f.callErr("POST", "/v1/topics/orders/messages", string(body), http.StatusBadRequest, httpapi.CodeBadRequest)
+		})
+	}
+	if _, err := f.node.PutTenant(ctx, &messages.TenantSettings{TenantId: "susp", IsolationMode: "shared"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.node.SetSuspended(ctx, "susp", true); err != nil {
+		t.Fatal(err)
+	}
+	f.callErr("POST", "/v1/agents/greet/k/messages", `{"tenant_id":"susp","message":1}`, http.StatusLocked, httpapi.CodeTenantSuspended)
+	f.callErr("POST", "/v1/topics/orders/messages", `{"tenant_id":"susp","message":1}`, http.StatusLocked, httpapi.CodeTenantSuspended)
+	if _, err := f.node.SetSuspended(ctx, "susp", false); err != nil {
+		t.Fatal(err)
+	}
+	var out httpapi.AgentSendResponse
+	f.call("POST", "/v1/agents/greet/k/messages", `{"tenant_id":"susp","message":1}`, http.StatusOK, &out)
+	if out.Outcome != "delivered" {
+		t.Fatalf("after resume: %+v", out)
+	}
+
+	authed := newFixture(t, true, nil)
+	authed.as(mintToken(t, "ba/d", "tenant")).callErr("POST", "/v1/agents/greet/k/messages", `{"message":1}`,
+		http.StatusBadRequest, httpapi.CodeBadRequest)
+}

@@ -1,6 +1,7 @@
 package dag
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"strings"
@@ -163,4 +164,19 @@ func rotateCycle(c []string) []string {
 	out = append(out, c[m:]...)
 	out = append(out, c[:m]...)
 	return append(out, c[m])
+}
+
+// CheckWith runs check (a handler registry's static check of `with`, see step.Registry) on
+// every step of p in document order and returns the first failure as a *ValidationError of
+// kind bad_with (matching ErrInvalid), or nil.
+func CheckWith(p *Pipeline, check func(uses string, with map[string]any) (field string, err error)) error {
+	for _, s := range p.Steps {
+		if field, err := check(s.Uses, s.With); err != nil {
+			if field != "" {
+				field = "with." + field
+			}
+			return &ValidationError{Kind: KindBadWith, StepID: s.ID, Field: cmp.Or(field, "with"), Detail: err.Error()}
+		}
+	}
+	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -55,12 +57,79 @@ func agentsFrom(ctx context.Context) AgentMessenger {
 // ErrAgentUndeliverable and error with ErrAgentFailed, each with the outcome's reason; they are
 // retried per the step's retry policy, except an undeliverable for the tenant (tenant-refused,
 // missing-tenant), which no retry can fix.
-func AgentSend() step.Handler { return step.HandlerFunc(runAgentSend) }
+func AgentSend() step.Handler { return step.Checked(step.HandlerFunc(runAgentSend), checkAgentSend) }
 
 // AgentPublish returns the agent.publish handler: `with: {topic: TYPE or TYPE/SOURCE, message:
 // ANY}` publishes message (as JSON) under the run's tenant; the output is {"deliveries": N}. A
 // retried attempt publishes again (subscribers see at-least-once delivery).
-func AgentPublish() step.Handler { return step.HandlerFunc(runAgentPublish) }
+func AgentPublish() step.Handler {
+	return step.Checked(step.HandlerFunc(runAgentPublish), checkAgentPublish)
+}
+
+// checkAgentSend is agent.send's check when its pipeline is stored: only agent, message and
+// timeout; agent a TYPE/KEY; timeout a positive duration. A templated value is left to the run.
+func checkAgentSend(with map[string]any) (string, error) {
+	if field, err := onlyFields(with, "agent", "message", "timeout"); err != nil {
+		return field, err
+	}
+	ref, ok := with["agent"].(string)
+	switch {
+	case with["agent"] == nil:
+		return "agent", errors.New("agent is required (TYPE/KEY)")
+	case !ok:
+		return "agent", fmt.Errorf("want a string TYPE/KEY, got %T", with["agent"])
+	case !templated(ref):
+		if _, err := agents.ParseAgentRef(ref); err != nil {
+			return "agent", err
+		}
+	}
+	if v, ok := with["timeout"]; ok && v != nil {
+		if s, isString := v.(string); !isString || !templated(s) {
+			if d, ok := asDuration(v); !ok || d <= 0 {
+				return "timeout", fmt.Errorf("want a positive duration (\"2s\") or milliseconds, got %v", v)
+			}
+		}
+	}
+	return "", nil
+}
+
+// checkAgentPublish is agent.publish's check when its pipeline is stored: only topic and
+// message; topic a TYPE or TYPE/SOURCE.
+func checkAgentPublish(with map[string]any) (string, error) {
+	if field, err := onlyFields(with, "topic", "message"); err != nil {
+		return field, err
+	}
+	raw, ok := with["topic"].(string)
+	switch {
+	case with["topic"] == nil:
+		return "topic", errors.New("topic is required (TYPE or TYPE/SOURCE)")
+	case !ok:
+		return "topic", fmt.Errorf("want a string TYPE or TYPE/SOURCE, got %T", with["topic"])
+	case !templated(raw):
+		if _, err := agents.ParseTopic(raw); err != nil {
+			return "topic", err
+		}
+	}
+	return "", nil
+}
+
+// onlyFields returns the first field of with (in sorted order) that is not one of names.
+func onlyFields(with map[string]any, names ...string) (string, error) {
+	var unknown []string
+	for k := range with {
+		if !slices.Contains(names, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return "", nil
+	}
+	slices.Sort(unknown)
+	return unknown[0], fmt.Errorf("unknown field %q (want %s)", unknown[0], strings.Join(names, ", "))
+}
+
+// templated reports whether s holds a template, whose value only a run knows.
+func templated(s string) bool { return strings.Contains(s, "{{") }
 
 func runAgentSend(ctx context.Context, req *step.Request) (step.Result, error) {
 	m := agentsFrom(ctx)

@@ -171,3 +171,43 @@ func TestStepSnapshot_fallsBackToTheRequestTenant(t *testing.T) {
 		t.Fatalf("want a copy of the run's snapshot, got %v", c)
 	}
 }
+
+// The registry's check of agent.send and agent.publish when a pipeline is stored: one row per
+// rule; a templated value passes.
+func TestAgentHandlers_CheckWith(t *testing.T) {
+	reg := step.NewRegistry()
+	if err := Register(reg, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, uses string
+		with       map[string]any
+		field      string // "" = accepted
+	}{
+		{"send", NameAgentSend, map[string]any{"agent": "echo/k", "message": 1, "timeout": "2s"}, ""},
+		{"send templated agent", NameAgentSend, map[string]any{"agent": "echo/{{ .input.k }}"}, ""},
+		{"send templated timeout", NameAgentSend, map[string]any{"agent": "echo/k", "timeout": "{{ .input.t }}"}, ""},
+		{"send timeout in ms", NameAgentSend, map[string]any{"agent": "echo/k", "timeout": 1500}, ""},
+		{"send without agent", NameAgentSend, map[string]any{"message": 1}, "agent"},
+		{"send agent not a ref", NameAgentSend, map[string]any{"agent": "counterx"}, "agent"},
+		{"send agent bad type", NameAgentSend, map[string]any{"agent": "Echo/k"}, "agent"},
+		{"send agent not a string", NameAgentSend, map[string]any{"agent": 7}, "agent"},
+		{"send bad timeout", NameAgentSend, map[string]any{"agent": "echo/k", "timeout": "abc"}, "timeout"},
+		{"send negative timeout", NameAgentSend, map[string]any{"agent": "echo/k", "timeout": "-1s"}, "timeout"},
+		{"send unknown field", NameAgentSend, map[string]any{"agent": "echo/k", "bogus": 1}, "bogus"},
+		{"publish", NameAgentPublish, map[string]any{"topic": "orders/eu", "message": 1}, ""},
+		{"publish templated topic", NameAgentPublish, map[string]any{"topic": "{{ .input.topic }}"}, ""},
+		{"publish without topic", NameAgentPublish, map[string]any{"message": 1}, "topic"},
+		{"publish bad topic", NameAgentPublish, map[string]any{"topic": "bad topic"}, "topic"},
+		{"publish unknown field", NameAgentPublish, map[string]any{"topic": "t", "agent": "echo/k"}, "agent"},
+		{"another handler is not checked", NameEcho, map[string]any{"bogus": 1}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			field, err := reg.CheckWith(tt.uses, tt.with)
+			if field != tt.field || (err != nil) != (tt.field != "") {
+				t.Fatalf("CheckWith = %q, %v; want field %q", field, err, tt.field)
+			}
+		})
+	}
+}

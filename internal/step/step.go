@@ -148,3 +148,36 @@ func (r *Registry) Names() []string {
 	sort.Strings(out)
 	return out
 }
+
+// WithChecker is implemented by handlers that check a step's `with` when its pipeline is
+// stored, so a definition that can only fail is refused then, not at its first run. CheckWith
+// returns the first bad field's name and what is wrong with it. A value holding a template
+// ("{{ ... }}") is known only at run time: CheckWith must let it pass.
+type WithChecker interface {
+	CheckWith(with map[string]any) (field string, err error)
+}
+
+// Checked returns h with check as its WithChecker.
+func Checked(h Handler, check func(with map[string]any) (field string, err error)) Handler {
+	return checkedHandler{h, check}
+}
+
+type checkedHandler struct {
+	Handler
+	check func(map[string]any) (string, error)
+}
+
+func (c checkedHandler) CheckWith(with map[string]any) (string, error) { return c.check(with) }
+
+// CheckWith checks with against the handler registered as name, when that handler is a
+// WithChecker (a pure one included); any other handler, or an unknown name, passes.
+func (r *Registry) CheckWith(name string, with map[string]any) (field string, err error) {
+	h, ok := r.Get(name)
+	if p, pure := h.(pureHandler); pure {
+		h = p.Handler
+	}
+	if c, can := h.(WithChecker); ok && can {
+		return c.CheckWith(with)
+	}
+	return "", nil
+}

@@ -14,10 +14,25 @@ var ErrInvalidSettings = errors.New("tenancy: invalid tenant settings")
 
 // ValidateTenantID reports (as a *ValidationError of field tenant_id) an id no tenant can have.
 func ValidateTenantID(id string) error {
-	if !tenantIDPattern.MatchString(id) {
+	if !validTenantID(id) {
 		return &ValidationError{Field: "tenant_id", Reason: fmt.Sprintf("%q does not match %s", id, tenantIDPattern)}
 	}
 	return nil
+}
+
+// validTenantID is tenantIDPattern.MatchString without the regexp (agent sends check every
+// message's tenant).
+func validTenantID(id string) bool {
+	if id == "" || len(id) > 63 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || i > 0 && (c == '_' || c == '-')) {
+			return false
+		}
+	}
+	return true
 }
 
 // ValidationError reports the first field of a TenantSettings that breaks a rule.
