@@ -140,9 +140,31 @@ func New(cfg Config) http.Handler {
 		mux.Handle(p, ui.Handler())
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if allow := allowedMethods(mux, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			s.writeError(w, http.StatusMethodNotAllowed, httpapi.CodeMethodNotAllowed,
+				fmt.Sprintf("api: %s %s: the route takes %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+			return
+		}
 		s.writeError(w, http.StatusNotFound, httpapi.CodeNotFound, fmt.Sprintf("api: no route for %s %s", r.Method, r.URL.Path))
 	})
 	return s.recover(s.limitBody(mux))
+}
+
+// allowedMethods returns the methods of the routes of mux that r's path has under another
+// method (the catch-all "/" aside): r is then a 405, not a 404.
+func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host, Header: http.Header{}}
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/" {
+			allow = append(allow, m)
+		}
+	}
+	return allow
 }
 
 // metrics serves h, behind the token and the operator role when MetricsAuth is set.
