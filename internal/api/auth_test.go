@@ -107,6 +107,16 @@ func TestServer_Auth_authenticationAndRoles(t *testing.T) {
 			t.Fatalf("operator sees %d runs, want 2", len(l.Runs))
 		}
 	})
+	t.Run("history by shared run id names the execution", func(t *testing.T) {
+		var l httpapi.Ledger
+		acme.call("GET", "/v1/executions/"+acmeRun.SharedRunID+"/ledger", "", http.StatusOK, &l)
+		var tr httpapi.Trace
+		acme.call("GET", "/v1/executions/"+acmeRun.SharedRunID+"/trace", "", http.StatusOK, &tr)
+		if l.ExecutionID != run.ExecutionID || tr.ExecutionID != run.ExecutionID || len(l.Entries) == 0 {
+			t.Fatalf("ledger names %q, trace %q (%d entries); want the run's execution %q", l.ExecutionID, tr.ExecutionID,
+				len(l.Entries), run.ExecutionID)
+		}
+	})
 	t.Run("401 body", func(t *testing.T) {
 		f.callErr("GET", runPath, "", http.StatusUnauthorized, httpapi.CodeUnauthenticated)
 	})

@@ -28,10 +28,20 @@ func (s *server) authorizedExecution(r *http.Request, id string) (*messages.Shar
 	}
 }
 
+// executionIDOf returns the execution id an answer about id names: id itself, unless id is
+// run's shared run id (the history endpoints take either) and run has an execution.
+func executionIDOf(run *messages.SharedRun, id string) string {
+	if run != nil && id == run.GetSharedRunId() && run.GetExecutionId() != "" {
+		return run.GetExecutionId()
+	}
+	return id
+}
+
 // ledger handles GET /v1/executions/{id}/ledger.
 func (s *server) ledger(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if _, err := s.authorizedExecution(r, id); err != nil {
+	run, err := s.authorizedExecution(r, id)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -40,7 +50,7 @@ func (s *server) ledger(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := httpapi.Ledger{ExecutionID: id, Entries: make([]httpapi.LedgerEntry, 0, len(entries))}
+	out := httpapi.Ledger{ExecutionID: executionIDOf(run, id), Entries: make([]httpapi.LedgerEntry, 0, len(entries))}
 	for _, e := range entries {
 		out.Entries = append(out.Entries, ledgerEntryFromMessage(e))
 	}
@@ -50,7 +60,8 @@ func (s *server) ledger(w http.ResponseWriter, r *http.Request) {
 // trace handles GET /v1/executions/{id}/trace.
 func (s *server) trace(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if _, err := s.authorizedExecution(r, id); err != nil {
+	run, err := s.authorizedExecution(r, id)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -59,7 +70,7 @@ func (s *server) trace(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := httpapi.Trace{ExecutionID: id, Spans: make([]httpapi.Span, 0, len(spans))}
+	out := httpapi.Trace{ExecutionID: executionIDOf(run, id), Spans: make([]httpapi.Span, 0, len(spans))}
 	for _, sp := range spans {
 		attrs := sp.Attributes
 		if attrs == nil {
