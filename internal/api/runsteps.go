@@ -9,13 +9,11 @@ import (
 	"github.com/dairuntime/dair/messages"
 )
 
-// orderSteps puts v's steps in the graph order of the run's pinned pipeline (by level, then
-// by id: a step after the steps it needs) and sets each step's needs. When the pipeline
-// version cannot be loaded the steps keep their order by id.
+// orderSteps lists every step of the run's pinned pipeline in v, in graph order (by level,
+// then by id: a step after the steps it needs), with its needs: those not started yet as
+// pending, and those a failed or cancelled run left unfinished settled (endSteps). When the
+// pipeline version cannot be loaded the steps are those started, by id.
 func (s *server) orderSteps(r *http.Request, v *httpapi.Run) {
-	if len(v.Steps) == 0 {
-		return
-	}
 	_, g, err := s.node.PipelineVersion(r.Context(), v.Pipeline, v.PipelineHash)
 	if err != nil {
 		return
@@ -24,6 +22,16 @@ func (s *server) orderSteps(r *http.Request, v *httpapi.Run) {
 	for i, id := range g.Order() {
 		pos[id] = i
 	}
+	seen := make(map[string]bool, len(v.Steps))
+	for _, st := range v.Steps {
+		seen[st.ID] = true
+	}
+	for _, id := range g.Order() { // the steps not started yet
+		if !seen[id] {
+			v.Steps = append(v.Steps, httpapi.Step{ID: id, Status: messages.StepPending})
+		}
+	}
+	endSteps(v)
 	for i := range v.Steps {
 		v.Steps[i].Needs = g.Needs(v.Steps[i].ID)
 	}
@@ -40,6 +48,31 @@ func (s *server) orderSteps(r *http.Request, v *httpapi.Run) {
 		}
 		return 0
 	})
+}
+
+// endSteps settles the steps a failed or cancelled run left unfinished: a step that was
+// running ends as cancelled, when the run ended (updated_at) unless it recorded a finish; one
+// never started is skipped in a failed run (as the engine commits those it reaches) and
+// cancelled in a cancelled run. A final run has no step left to run.
+func endSteps(v *httpapi.Run) {
+	if v.Status != messages.RunFailed && v.Status != messages.RunCancelled {
+		return
+	}
+	for i := range v.Steps {
+		st := &v.Steps[i]
+		switch {
+		case st.Status == messages.StepRunning:
+			st.Status = messages.StepCancelled
+			if st.FinishedAt == nil {
+				at := v.UpdatedAt
+				st.FinishedAt = &at
+			}
+		case st.Status == messages.StepPending && v.Status == messages.RunFailed:
+			st.Status = messages.StepSkipped
+		case st.Status == messages.StepPending:
+			st.Status = messages.StepCancelled
+		}
+	}
 }
 
 // pipelineScanLimit is how many of the newest runs matching the other filters a pipeline

@@ -94,7 +94,7 @@ func TestServer_Runs_happyPath(t *testing.T) {
 		for _, id := range []string{run.ExecutionID, run.SharedRunID} {
 			var l httpapi.Ledger
 			f.call("GET", "/v1/executions/"+id+"/ledger", "", http.StatusOK, &l)
-			if l.ExecutionID != id || len(l.Entries) == 0 || l.Entries[len(l.Entries)-1].Kind != "run_succeeded" {
+			if l.ExecutionID != run.ExecutionID || len(l.Entries) == 0 || l.Entries[len(l.Entries)-1].Kind != "run_succeeded" {
 				t.Fatalf("ledger = %+v", l)
 			}
 		}
