@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -50,6 +53,15 @@ func (n *Node) Submit(ctx context.Context, req SubmitRequest) (*messages.SharedR
 	cp, err := n.validateSubmit(ctx, req)
 	if err != nil {
 		return nil, err
+	}
+	if req.IdempotencyKey != "" { // a retry finds its run whatever the tenant's state or quotas now
+		run, err := n.env.st.RunByIdempotencyKey(ctx, req.Snapshot.TenantId, req.IdempotencyKey)
+		if err == nil {
+			return run, nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
 	}
 	t, err := n.plane.tenants.Get(ctx, req.Snapshot.TenantId)
 	if err != nil {
@@ -122,6 +134,12 @@ func (n *Node) validateSubmit(ctx context.Context, req SubmitRequest) (*compiled
 		RuntimeInstanceIdPrefix: tenancy.DefaultPrefix, MaxRuntimeInstances: 1, WorkerCountPerInstance: 1, MaxConcurrentRunsPerInstance: 1, Weight: 1}); err != nil {
 		return nil, fmt.Errorf("%w: tenant id: %v", ErrBadInput, err)
 	}
+	for _, f := range []struct{ name, v string }{{"idempotency_key", req.IdempotencyKey}, {"correlation_id", req.CorrelationID},
+		{"session_id", req.SessionID}} {
+		if err := checkRequestID(f.name, f.v); err != nil {
+			return nil, err
+		}
+	}
 	if len(req.Input) > 0 && !jsonvalid.Valid(req.Input) {
 		return nil, fmt.Errorf("%w: input is not valid JSON", ErrBadInput)
 	}
@@ -130,6 +148,23 @@ func (n *Node) validateSubmit(ctx context.Context, req SubmitRequest) (*compiled
 		return nil, fmt.Errorf("%w: %s", ErrUnknownPipeline, req.Pipeline)
 	}
 	return cp, err
+}
+
+// MaxRequestIDLen bounds a submission's idempotency key, correlation id and session id.
+const MaxRequestIDLen = 256
+
+// checkRequestID checks an optional id a caller gives a submission: at most MaxRequestIDLen
+// bytes of UTF-8 without control characters (ErrBadInput otherwise).
+func checkRequestID(name, v string) error {
+	switch {
+	case len(v) > MaxRequestIDLen:
+		return fmt.Errorf("%w: %s has %d bytes, at most %d", ErrBadInput, name, len(v), MaxRequestIDLen)
+	case !utf8.ValidString(v):
+		return fmt.Errorf("%w: %s is not valid UTF-8", ErrBadInput, name)
+	case strings.ContainsFunc(v, unicode.IsControl):
+		return fmt.Errorf("%w: %s has a control character", ErrBadInput, name)
+	}
+	return nil
 }
 
 // admitError maps the tenant lifecycle's refusals to the node's errors.

@@ -86,8 +86,25 @@ func (s *server) listTenants(w http.ResponseWriter, r *http.Request) {
 
 // getTenant handles GET /v1/tenants/{id}: a tenant may read its own settings. A tenant that
 // was never put answers 404 (it still submits, as shared: see CONTRACT.md).
-func (s *server) getTenant(w http.ResponseWriter, r *http.Request) {
+// tenantPath returns the {id} of a tenant route: a tenant id (a 400 naming the rule otherwise,
+// so no store key is made of anything else).
+func tenantPath(r *http.Request) (string, error) {
 	id := r.PathValue("id")
+	if err := tenancy.ValidateTenantID(id); err != nil {
+		if len(id) > 80 {
+			id = id[:80] + "..."
+		}
+		return "", badRequest("api: invalid tenant_id %q in the path: want %s", id, tenancy.TenantIDRule)
+	}
+	return id, nil
+}
+
+func (s *server) getTenant(w http.ResponseWriter, r *http.Request) {
+	id, err := tenantPath(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	if err := requireTenant(r, id); err != nil {
 		s.fail(w, r, err)
 		return
@@ -140,7 +157,12 @@ func (s *server) suspendTenant(suspended bool) http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		t, err := s.node.SetSuspended(r.Context(), r.PathValue("id"), suspended)
+		id, err := tenantPath(r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		t, err := s.node.SetSuspended(r.Context(), id, suspended)
 		if err != nil {
 			s.fail(w, r, notFoundAs(err, "tenant", r.PathValue("id")))
 			return

@@ -38,7 +38,7 @@ func TestServer_SubmitRun_tenantQueueFull(t *testing.T) {
 		n, err := queues.QueuedCount(context.Background(), "q")
 		return r.Status != messages.RunQueued && r.Status != messages.RunScaleOutRequested && err == nil && n == 0
 	}, "the first run took the bucket's token, was dispatched and left the tenant's queue")
-	f.submit(`{"pipeline":"three","tenant_id":"q","input":{"name":"a"}}`)
+	keyed := f.submit(`{"pipeline":"three","tenant_id":"q","input":{"name":"a"},"idempotency_key":"q-1"}`)
 	second := f.submit(`{"pipeline":"three","tenant_id":"q","input":{"name":"a"}}`)
 
 	req, err := http.NewRequest("POST", f.srv.URL+"/v1/runs", strings.NewReader(`{"pipeline":"three","tenant_id":"q","input":{"name":"a"}}`))
@@ -58,6 +58,13 @@ func TestServer_SubmitRun_tenantQueueFull(t *testing.T) {
 	eb := f.callErr("POST", "/v1/runs", `{"pipeline":"three","tenant_id":"q","input":{"name":"a"}}`, http.StatusTooManyRequests, httpapi.CodeTenantQueueFull)
 	if !strings.Contains(eb.Error.Message, "max_queued_runs 2") || strings.Contains(eb.Error.Message, "controlplane") {
 		t.Fatalf("message = %q", eb.Error.Message)
+	}
+	// The queue is full, but a retry of an accepted submission finds its run: 202, the same id.
+	var again httpapi.SubmitResponse
+	f.call("POST", "/v1/runs", `{"pipeline":"three","tenant_id":"q","input":{"name":"a"},"idempotency_key":"q-1"}`,
+		http.StatusAccepted, &again)
+	if again.SharedRunID != keyed.SharedRunID {
+		t.Fatalf("retry with the key answered run %s, want %s", again.SharedRunID, keyed.SharedRunID)
 	}
 	testkit.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool {
 		var r httpapi.Run

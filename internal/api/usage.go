@@ -12,7 +12,11 @@ import (
 // from <= at < to). A tenant reads its own usage only (403 otherwise); operators and admins
 // read any tenant's. Totals count run and step events and sum the step figures.
 func (s *server) usage(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+	id, err := tenantPath(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	if err := requireTenant(r, id); err != nil {
 		s.fail(w, r, err)
 		return

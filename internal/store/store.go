@@ -103,6 +103,9 @@ type Runs interface {
 	CreateRun(ctx context.Context, run *messages.SharedRun) (existing *messages.SharedRun, created bool, err error)
 	// GetRun returns the run or ErrNotFound.
 	GetRun(ctx context.Context, id string) (*messages.SharedRun, error)
+	// RunByIdempotencyKey returns the run of tenant that holds idempotency key, or
+	// ErrNotFound (a submit's retry finds its run before any quota is checked).
+	RunByIdempotencyKey(ctx context.Context, tenant, key string) (*messages.SharedRun, error)
 	// GetRuns returns the runs of ids in one store call, in ids' order, with nil for a run
 	// that does not exist.
 	GetRuns(ctx context.Context, ids []string) ([]*messages.SharedRun, error)

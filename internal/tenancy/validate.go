@@ -20,6 +20,9 @@ func ValidateTenantID(id string) error {
 	return nil
 }
 
+// TenantIDRule is the rule of a tenant id, as error messages name it.
+const TenantIDRule = `^[a-z0-9][a-z0-9_-]{0,62}$`
+
 // validTenantID is tenantIDPattern.MatchString without the regexp (agent sends check every
 // message's tenant).
 func validTenantID(id string) bool {
@@ -52,7 +55,7 @@ func (e *ValidationError) Error() string {
 func (e *ValidationError) Unwrap() error { return ErrInvalidSettings }
 
 var (
-	tenantIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+	tenantIDPattern = regexp.MustCompile(TenantIDRule)
 	prefixPattern   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 )
 

@@ -96,6 +96,22 @@ func (s *Store) GetRun(ctx context.Context, id string) (*messages.SharedRun, err
 	return r, nil
 }
 
+// RunByIdempotencyKey returns the run of tenant holding key. See store.Runs.
+func (s *Store) RunByIdempotencyKey(ctx context.Context, tenant, idemKey string) (*messages.SharedRun, error) {
+	r := &messages.SharedRun{}
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		id := tx.Bucket(bRunsIdem).Get(key(tenant, idemKey))
+		if id == nil {
+			return store.ErrNotFound
+		}
+		return getFound(tx, bRuns, id, r)
+	})
+	if err != nil {
+		return nil, wrap("get run by idempotency key", idemKey, err)
+	}
+	return r, nil
+}
+
 // GetRuns returns the runs of ids from one read transaction. See store.Runs.
 func (s *Store) GetRuns(ctx context.Context, ids []string) ([]*messages.SharedRun, error) {
 	out := make([]*messages.SharedRun, len(ids))

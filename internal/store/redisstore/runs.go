@@ -118,6 +118,23 @@ func (s *Store) GetRun(ctx context.Context, id string) (*messages.SharedRun, err
 	return r, nil
 }
 
+// RunByIdempotencyKey returns the run of tenant holding key. See store.Runs.
+func (s *Store) RunByIdempotencyKey(ctx context.Context, tenant, key string) (*messages.SharedRun, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("redisstore: get run by idempotency key: %w", err)
+	}
+	cmd := redis.NewStringCmd(ctx, "get", s.idemKey(tenant, key))
+	_ = s.batch.do(ctx, cmd) // the command holds its error
+	id, err := cmd.Result()
+	if err == redis.Nil {
+		return nil, fmt.Errorf("redisstore: get run by idempotency key %q: %w", key, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: get run by idempotency key %q: %w", key, err)
+	}
+	return s.GetRun(ctx, id)
+}
+
 // GetRuns returns the runs of ids in one pipelined round trip. See store.Runs.
 func (s *Store) GetRuns(ctx context.Context, ids []string) ([]*messages.SharedRun, error) {
 	if err := s.check(); err != nil {

@@ -79,6 +79,18 @@ func testCreateRunIdempotent(t *testing.T, e *env) {
 	noErr(t, err)
 	equal(t, "other tenant created", created, true)
 	equal(t, "other tenant id", got.GetSharedRunId(), "c")
+
+	// RunByIdempotencyKey finds each tenant's run of the key, and nothing for another key.
+	got, err = e.st.RunByIdempotencyKey(e.ctx, "t1", "k")
+	noErr(t, err)
+	equal(t, "by key, t1", got.GetSharedRunId(), "a")
+	got, err = e.st.RunByIdempotencyKey(e.ctx, "t2", "k")
+	noErr(t, err)
+	equal(t, "by key, t2", got.GetSharedRunId(), "c")
+	_, err = e.st.RunByIdempotencyKey(e.ctx, "t1", "other")
+	isErr(t, err, store.ErrNotFound)
+	_, err = e.st.RunByIdempotencyKey(e.ctx, "t3", "k")
+	isErr(t, err, store.ErrNotFound)
 }
 
 func testGetRunNotFound(t *testing.T, e *env) {
