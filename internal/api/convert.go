@@ -56,8 +56,8 @@ func runFromMessage(r *messages.SharedRun, steps []*messages.StepState) httpapi.
 		CorrelationID: r.GetCorrelationId(), IdempotencyKey: r.GetIdempotencyKey(), SessionID: r.GetSessionId(),
 		Steps: make([]httpapi.Step, 0, len(steps)),
 	}
-	if r.GetStatus() == messages.RunQueued {
-		out.WaitingReason = r.GetFailureReason()
+	if r.GetStatus() == messages.RunQueued { // the store keeps why it waits where a failure's reason goes
+		out.WaitingReason, out.FailureReason = r.GetFailureReason(), ""
 	}
 	for _, s := range steps {
 		out.Steps = append(out.Steps, stepFromMessage(s))

@@ -69,6 +69,6 @@ func TestServer_SubmitRun_tenantQueueFull(t *testing.T) {
 	testkit.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool {
 		var r httpapi.Run
 		f.call("GET", "/v1/runs/"+second.SharedRunID, "", http.StatusOK, &r)
-		return r.Status == messages.RunQueued && r.WaitingReason == "tenant-rate-limit"
+		return r.Status == messages.RunQueued && r.WaitingReason == "tenant-rate-limit" && r.FailureReason == ""
 	}, "the queued run shows why it waits")
 }

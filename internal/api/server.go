@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -299,7 +301,7 @@ func decodeJSON(r *http.Request, v any, allowEmpty bool) error {
 		if errors.As(err, &mbe) {
 			return err
 		}
-		return &requestError{msg: "api: malformed json: " + strings.TrimPrefix(err.Error(), "json: ")}
+		return &requestError{msg: "api: malformed json: " + jsonProblem(err)}
 	}
 	var extra json.RawMessage
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
@@ -310,6 +312,43 @@ func decodeJSON(r *http.Request, v any, allowEmpty bool) error {
 		return &requestError{msg: "api: malformed json: trailing data after the object"}
 	}
 	return nil
+}
+
+// jsonProblem says what is wrong with a request body in the API's terms: a value of the wrong
+// type names the JSON field and the kind of value expected, not the Go type behind it.
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		where := "the body"
+		if te.Field != "" {
+			where = "field " + strconv.Quote(te.Field)
+		}
+		return fmt.Sprintf("%s: want %s, got %s", where, jsonKind(te.Type), te.Value)
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// jsonKind names the JSON value a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a non-negative integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "another value"
 }
 
 // requestError is a 400 answer with a precise message.
