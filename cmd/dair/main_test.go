@@ -292,6 +292,8 @@ func TestDair_Usage_exitCodes(t *testing.T) {
 			"--join", "127.0.0.1:7946", "--http", testkit.FreeAddr(t)}, 2, "a file store cannot be shared", ""},
 		{"node without store", []string{"node"}, 2, "--store", ""},
 		{"dev non-loopback without auth", []string{"dev", "--data", t.TempDir(), "--http", "0.0.0.0:0"}, 2, "loopback", ""},
+		{"dev bad http port", []string{"dev", "--data", t.TempDir(), "--http", "127.0.0.1:99999"}, 2, "bad port", ""},
+		{"dev data is a file", []string{"dev", "--data", secret, "--http", "127.0.0.1:0"}, 2, "is a file", ""},
 		{"dev bad pipeline dir", []string{"dev", "--data", t.TempDir(), "--http", testkit.FreeAddr(t), "--pipelines", badPipes,
 			"--log-level", "error"}, 2, "x.yaml", ""},
 		{"dev host mode process", []string{"dev", "--data", t.TempDir(), "--host-mode", "process"}, 2, `needs a cluster ("dair node`, ""},

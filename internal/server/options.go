@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -229,9 +230,15 @@ func (o Options) Validate() error {
 	if err := o.validateTransports(scheme); err != nil {
 		return bad("%v", err)
 	}
-	host, _, err := net.SplitHostPort(o.HTTPAddr)
+	host, port, err := net.SplitHostPort(o.HTTPAddr)
 	if err != nil {
 		return bad("http address %q: %v", o.HTTPAddr, err)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return bad("http address %q: bad port %q (want 0 to 65535)", o.HTTPAddr, port)
+	}
+	if fi, err := os.Stat(o.DataDir); err == nil && !fi.IsDir() && scheme == SchemeBolt {
+		return bad("--data %q is a file, not a directory", o.DataDir)
 	}
 	if o.Auth == AuthNone && !netaddr.IsLoopback(host) {
 		return bad("http address %q is not loopback; with --auth none the API serves on loopback only (use 127.0.0.1 or --auth jwt)", o.HTTPAddr)
