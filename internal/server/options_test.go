@@ -170,6 +170,10 @@ func TestLoadPipelines_cases(t *testing.T) {
 			"bad.yaml": "key: bad\nsteps:\n  - id: a\n    uses: echo\n    needs: [missing]\n",
 		}, nil, []string{"bad.yaml", "unknown_dependency"}},
 		{"malformed yaml", map[string]string{"x.yaml": "key: [\n"}, nil, []string{"x.yaml", "parse yaml"}},
+		{"two files of one key", map[string]string{
+			"a.yaml": strings.ReplaceAll(goodPipeline, "%s", "same"),
+			"b.yaml": strings.ReplaceAll(goodPipeline, "%s", "same"),
+		}, nil, []string{"b.yaml", `key "same" is defined by`, "a.yaml"}},
 		{"over the step limit", map[string]string{
 			"big.yaml": "key: big\nsteps:\n" + strings.Repeat("  - {id: a, uses: echo}\n", 1001),
 		}, nil, []string{"big.yaml", "too_many_steps"}},
