@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -313,4 +314,35 @@ func TestNode_directSubmitMode(t *testing.T) {
 	}
 	_, err = n.Submit(ctx, actors.SubmitRequest{Pipeline: "nope", Snapshot: tenantSnap("acme")})
 	require.True(t, errors.Is(err, actors.ErrUnknownPipeline), err)
+}
+
+// A step whose output's JSON exceeds step.MaxOutputBytes fails at once (no retry: the same
+// handler would give the same output), and the step after it never runs.
+func TestExecution_outputOverTheLimitFailsTheStep(t *testing.T) {
+	var calls atomic.Int32
+	big := step.HandlerFunc(func(context.Context, *step.Request) (step.Result, error) {
+		calls.Add(1)
+		return step.Result{Output: strings.Repeat("x", step.MaxOutputBytes)}, nil // plus its quotes
+	})
+	n := testkit.StartNode(t, testkit.NodeOptions{Config: actors.Config{Handlers: registryWith(t, "big", big)}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := n.PutPipeline(ctx, []byte("key: huge\nsteps:\n  - {id: a, uses: big, retry: {max_attempts: 3, backoff: 1ms}}\n"+
+		"  - {id: b, uses: echo, needs: [a], with: {value: x}}\n"))
+	require.NoError(t, err)
+	run, err := n.Submit(ctx, actors.SubmitRequest{Pipeline: "huge", Snapshot: tenantSnap("acme")})
+	require.NoError(t, err)
+	done, err := n.Await(ctx, run.SharedRunId)
+	require.NoError(t, err)
+	require.Equal(t, messages.RunFailed, done.Status)
+	require.Equal(t, int32(1), calls.Load(), "a permanent failure is not retried")
+	_, entries := ledgerKinds(t, n, run.SharedRunId)
+	for _, e := range entries {
+		if e.StepId == "b" {
+			require.Equal(t, messages.KindStepSkipped, e.Kind, "the step after the failed one ran")
+		}
+		if e.Kind == messages.KindStepFailed {
+			require.Contains(t, e.Reason, "exceeds the limit")
+		}
+	}
 }

@@ -61,5 +61,9 @@ func runHandler(ctx context.Context, h step.Handler, req *step.Request) (out han
 	if err != nil {
 		return out, step.Permanent(fmt.Errorf("step %s: output is not JSON: %w", req.StepID, err))
 	}
+	if len(raw) > step.MaxOutputBytes {
+		return out, step.Permanent(fmt.Errorf("step %s: output of %d bytes exceeds the limit of %d bytes", req.StepID, len(raw),
+			step.MaxOutputBytes))
+	}
 	return handlerOutput{raw: raw, usage: res.Usage}, nil
 }

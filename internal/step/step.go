@@ -91,6 +91,12 @@ func IsPermanent(err error) bool {
 	return errors.As(err, &p)
 }
 
+// MaxOutputBytes bounds the JSON of one step's output (room for an http step's largest body,
+// 10 MiB by default, as text and parsed): a larger output fails the step permanently, so
+// templates that copy outputs into outputs cannot grow a run past what the store and its
+// readers can hold.
+const MaxOutputBytes = 32 << 20
+
 // ErrDuplicateHandler is returned by Register when the name is taken.
 var ErrDuplicateHandler = errors.New("step: duplicate handler name")
 
