@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/dairuntime/dair/actors"
 	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/agents"
@@ -252,7 +254,10 @@ func TestAPI_Agents_tenantChecks(t *testing.T) {
 		t.Fatalf("after resume: %+v", out)
 	}
 
+	// A token naming no tenant id is refused before anything else.
 	authed := newFixture(t, true, nil)
-	authed.as(mintToken(t, "ba/d", "tenant")).callErr("POST", "/v1/agents/greet/k/messages", `{"message":1}`,
-		http.StatusBadRequest, httpapi.CodeBadRequest)
+	bad := rawToken(t, testSecret, jwt.MapClaims{"tenant_id": "ba/d", "org_id": "o", "sub": "s", "roles": []string{"tenant"},
+		"exp": time.Now().Add(time.Hour).Unix()})
+	authed.as(bad).callErr("POST", "/v1/agents/greet/k/messages", `{"message":1}`, http.StatusUnauthorized, httpapi.CodeUnauthenticated)
+	authed.as(bad).callErr("GET", "/v1/runs", "", http.StatusUnauthorized, httpapi.CodeUnauthenticated)
 }

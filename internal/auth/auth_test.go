@@ -78,6 +78,8 @@ func TestVerifier_Verify_hs256(t *testing.T) {
 		{"garbage", "not.a.token", ErrInvalidToken},
 		{"empty", "", ErrInvalidToken},
 		{"missing tenant_id", signMap(t, jwt.SigningMethodHS256, testSecret, without("tenant_id")), ErrMissingClaim},
+		{"tenant_id that is no tenant id", signMap(t, jwt.SigningMethodHS256, testSecret,
+			jwt.MapClaims{"tenant_id": "../../etc", "org_id": "o", "sub": "s", "roles": []string{"tenant"}, "exp": exp}), ErrInvalidToken},
 		{"missing org_id", signMap(t, jwt.SigningMethodHS256, testSecret, without("org_id")), ErrMissingClaim},
 		{"missing sub", signMap(t, jwt.SigningMethodHS256, testSecret, without("sub")), ErrMissingClaim},
 		{"missing roles", signMap(t, jwt.SigningMethodHS256, testSecret, without("roles")), ErrMissingClaim},

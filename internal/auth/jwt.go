@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/dairuntime/dair/internal/tenancy"
 )
 
 // tokenClaims is the JWT body. Pointers tell an absent claim from an empty one.
@@ -157,6 +159,8 @@ func checkClaims(c *Claims) error {
 	switch {
 	case c.TenantID == "":
 		return fmt.Errorf("%w: tenant_id", ErrMissingClaim)
+	case tenancy.ValidateTenantID(c.TenantID) != nil:
+		return fmt.Errorf("%w: tenant_id %q is not a tenant id (%s)", ErrInvalidToken, c.TenantID, tenancy.TenantIDRule)
 	case c.OrgID == "":
 		return fmt.Errorf("%w: org_id", ErrMissingClaim)
 	case c.Subject == "":
