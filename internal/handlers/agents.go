@@ -72,16 +72,8 @@ func checkAgentSend(with map[string]any) (string, error) {
 	if field, err := onlyFields(with, "agent", "message", "timeout"); err != nil {
 		return field, err
 	}
-	ref, ok := with["agent"].(string)
-	switch {
-	case with["agent"] == nil:
-		return "agent", errors.New("agent is required (TYPE/KEY)")
-	case !ok:
-		return "agent", fmt.Errorf("want a string TYPE/KEY, got %T", with["agent"])
-	case !templated(ref):
-		if _, err := agents.ParseAgentRef(ref); err != nil {
-			return "agent", err
-		}
+	if err := checkRef(with, "agent", "TYPE/KEY", func(s string) error { _, err := agents.ParseAgentRef(s); return err }); err != nil {
+		return "agent", err
 	}
 	if v, ok := with["timeout"]; ok && v != nil {
 		if s, isString := v.(string); !isString || !templated(s) {
@@ -99,18 +91,25 @@ func checkAgentPublish(with map[string]any) (string, error) {
 	if field, err := onlyFields(with, "topic", "message"); err != nil {
 		return field, err
 	}
-	raw, ok := with["topic"].(string)
-	switch {
-	case with["topic"] == nil:
-		return "topic", errors.New("topic is required (TYPE or TYPE/SOURCE)")
-	case !ok:
-		return "topic", fmt.Errorf("want a string TYPE or TYPE/SOURCE, got %T", with["topic"])
-	case !templated(raw):
-		if _, err := agents.ParseTopic(raw); err != nil {
-			return "topic", err
-		}
+	if err := checkRef(with, "topic", "TYPE or TYPE/SOURCE", func(s string) error { _, err := agents.ParseTopic(s); return err }); err != nil {
+		return "topic", err
 	}
 	return "", nil
+}
+
+// checkRef checks the required string field of with (shaped like want) with parse, unless
+// it is templated.
+func checkRef(with map[string]any, field, want string, parse func(string) error) error {
+	v, ok := with[field].(string)
+	switch {
+	case with[field] == nil:
+		return fmt.Errorf("%s is required (%s)", field, want)
+	case !ok:
+		return fmt.Errorf("want a string %s, got %T", want, with[field])
+	case templated(v):
+		return nil
+	}
+	return parse(v)
 }
 
 // onlyFields returns the first field of with (in sorted order) that is not one of names.
