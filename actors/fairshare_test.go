@@ -213,7 +213,10 @@ func TestFairShare_weightsOneAndThree(t *testing.T) {
 func TestQuota_maxConcurrentRuns(t *testing.T) {
 	for _, b := range testkit.Backends {
 		t.Run(string(b), func(t *testing.T) {
-			s := &starts{hold: 20 * time.Millisecond}
+			// Each run holds its slot 100 ms, so the other 18 wait about 1 s: long enough for
+			// the sampler to see them waiting on a loaded machine (at 20 ms it missed them 2 runs
+			// in 3 in a slow hour).
+			s := &starts{hold: 100 * time.Millisecond}
 			n := startPool(t, b, 6, s, &messages.TenantSettings{TenantId: "capped", MaxConcurrentRuns: 2})
 			ctx := context.Background()
 			ids := submitMany(t, n, "capped", 20)
