@@ -132,10 +132,11 @@ func ValidateSubscription(s *messages.Subscription) error {
 		return fmt.Errorf("%w: nil", ErrInvalidSubscription)
 	case s.TenantId == "":
 		return fmt.Errorf("%w: no tenant", ErrInvalidSubscription)
-	case ValidateTenant(s.TenantId) != nil:
-		return fmt.Errorf("%w: %w", ErrInvalidSubscription, ValidateTenant(s.TenantId))
 	case (s.Topic == "") == (s.TopicPrefix == ""):
 		return fmt.Errorf("%w: want exactly one of topic and topic prefix", ErrInvalidSubscription)
+	}
+	if err := ValidateTenant(s.TenantId); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidSubscription, err)
 	}
 	if err := ValidateType(s.AgentType); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidSubscription, err)

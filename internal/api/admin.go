@@ -84,8 +84,6 @@ func (s *server) listTenants(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, out)
 }
 
-// getTenant handles GET /v1/tenants/{id}: a tenant may read its own settings. A tenant that
-// was never put answers 404 (it still submits, as shared: see CONTRACT.md).
 // tenantPath returns the {id} of a tenant route: a tenant id (a 400 naming the rule otherwise,
 // so no store key is made of anything else).
 func tenantPath(r *http.Request) (string, error) {
@@ -99,6 +97,8 @@ func tenantPath(r *http.Request) (string, error) {
 	return id, nil
 }
 
+// getTenant handles GET /v1/tenants/{id}: a tenant may read its own settings. A tenant that
+// was never put answers 404 (it still submits, as shared: see CONTRACT.md).
 func (s *server) getTenant(w http.ResponseWriter, r *http.Request) {
 	id, err := tenantPath(r)
 	if err != nil {
@@ -164,7 +164,7 @@ func (s *server) suspendTenant(suspended bool) http.HandlerFunc {
 		}
 		t, err := s.node.SetSuspended(r.Context(), id, suspended)
 		if err != nil {
-			s.fail(w, r, notFoundAs(err, "tenant", r.PathValue("id")))
+			s.fail(w, r, notFoundAs(err, "tenant", id))
 			return
 		}
 		s.writeJSON(w, http.StatusOK, tenantFromMessage(t))

@@ -77,8 +77,8 @@ func checkAgentSend(with map[string]any) (string, error) {
 	}
 	if v, ok := with["timeout"]; ok && v != nil {
 		if s, isString := v.(string); !isString || !templated(s) {
-			if d, ok := asDuration(v); !ok || d <= 0 {
-				return "timeout", fmt.Errorf("want a positive duration (\"2s\") or milliseconds, got %v", v)
+			if _, err := sendTimeout(v); err != nil {
+				return "timeout", err
 			}
 		}
 	}
@@ -168,9 +168,9 @@ func runAgentSend(ctx context.Context, req *step.Request) (step.Result, error) {
 func sendDeadline(ctx context.Context, with map[string]any) (int64, error) {
 	var dl time.Time
 	if v, ok := with["timeout"]; ok && v != nil {
-		d, ok := asDuration(v)
-		if !ok || d <= 0 {
-			return 0, invalid(NameAgentSend, "timeout must be a positive duration (\"2s\") or milliseconds, got %v", v)
+		d, err := sendTimeout(v)
+		if err != nil {
+			return 0, invalid(NameAgentSend, "timeout %v", err)
 		}
 		dl = time.Now().Add(d)
 	}
@@ -181,6 +181,15 @@ func sendDeadline(ctx context.Context, with map[string]any) (int64, error) {
 		return 0, nil
 	}
 	return dl.UnixNano(), nil
+}
+
+// sendTimeout parses agent.send's with.timeout: a positive duration or milliseconds.
+func sendTimeout(v any) (time.Duration, error) {
+	d, ok := asDuration(v)
+	if !ok || d <= 0 {
+		return 0, fmt.Errorf("must be a positive duration (\"2s\") or milliseconds, got %v", v)
+	}
+	return d, nil
 }
 
 // sendResult maps an outcome to the attempt's result.
