@@ -185,60 +185,82 @@ func ledgerArg(le *messages.LedgerEntry, runID string, now int64) (*messages.Led
 // encoded, ARGV[10] entry pb, ARGV[11] usage pb (empty: none), ARGV[12] usage tenant.
 // Returns {code, seq}: 0 run ended (seq of its entry), 1 run left as it was, -1 execution
 // missing, -2 stale epoch, -4 run missing.
-var scriptFinishExecution = redis.NewScript(pbLib + holdLib + `
-local cur = redis.call('HMGET', KEYS[3], 'epoch', 'inst', 'pb')
-if not cur[1] then return {-1, 0} end
-if cur[1] ~= ARGV[4] then return {-2, 0} end
-local run = redis.call('HGET', KEYS[4], 'pb')
-if not run then return {-4, 0} end
-local xkept = pbsplit(cur[3], {[8] = true, [12] = true, [14] = true, [15] = true}, {})
-if cur[2] and cur[2] ~= '' then redis.call('SREM', ARGV[7] .. cur[2], ARGV[8]) end
-redis.call('HSET', KEYS[3], 'pb', xkept .. ARGV[5], 'upd', ARGV[6], 'term', '1')
-redis.call('HINCRBY', KEYS[3], 'ver', 1)
-local code, seq = 1, 0
-local kept, v = pbsplit(run, {[5] = true, [11] = true, [13] = true, [15] = true}, {[5] = true, [8] = true})
-local exec = v[8] or ''
-if not final(v[5] or '') and (exec == '' or exec == ARGV[8]) then
-  redis.call('HSET', KEYS[4], 'pb', kept .. ARGV[9])
-  redis.call('HINCRBY', KEYS[4], 'ver', 1)
-  redis.call('ZREM', KEYS[8], ARGV[1])
-  seq = redis.call('RPUSH', KEYS[5], ARGV[10])
-  if ARGV[11] ~= '' then
-    redis.call('RPUSH', KEYS[6], ARGV[11])
-    redis.call('SADD', KEYS[7], ARGV[12])
+var scriptFinishExecution = redis.NewScript(pbLib + holdLib + finishLib + `return finishExec(0, 0)`)
+
+// finishLib defines finishExec(ko, ao), scriptFinishExecution's body reading its keys from
+// KEYS[ko + 1] and its arguments from ARGV[ao + 1] on (so a script can run it after others).
+// It needs pbLib and holdLib.
+const finishLib = `
+local function finishExec(ko, ao)
+  local cur = redis.call('HMGET', KEYS[ko + 3], 'epoch', 'inst', 'pb')
+  if not cur[1] then return {-1, 0} end
+  if cur[1] ~= ARGV[ao + 4] then return {-2, 0} end
+  local run = redis.call('HGET', KEYS[ko + 4], 'pb')
+  if not run then return {-4, 0} end
+  local xkept = pbsplit(cur[3], {[8] = true, [12] = true, [14] = true, [15] = true}, {})
+  if cur[2] and cur[2] ~= '' then redis.call('SREM', ARGV[ao + 7] .. cur[2], ARGV[ao + 8]) end
+  redis.call('HSET', KEYS[ko + 3], 'pb', xkept .. ARGV[ao + 5], 'upd', ARGV[ao + 6], 'term', '1')
+  redis.call('HINCRBY', KEYS[ko + 3], 'ver', 1)
+  local code, seq = 1, 0
+  local kept, v = pbsplit(run, {[5] = true, [11] = true, [13] = true, [15] = true}, {[5] = true, [8] = true})
+  local exec = v[8] or ''
+  if not final(v[5] or '') and (exec == '' or exec == ARGV[ao + 8]) then
+    redis.call('HSET', KEYS[ko + 4], 'pb', kept .. ARGV[ao + 9])
+    redis.call('HINCRBY', KEYS[ko + 4], 'ver', 1)
+    redis.call('ZREM', KEYS[ko + 8], ARGV[ao + 1])
+    seq = redis.call('RPUSH', KEYS[ko + 5], ARGV[ao + 10])
+    if ARGV[ao + 11] ~= '' then
+      redis.call('RPUSH', KEYS[ko + 6], ARGV[ao + 11])
+      redis.call('SADD', KEYS[ko + 7], ARGV[ao + 12])
+    end
+    code = 0
   end
-  code = 0
-end
-if ARGV[2] ~= '' then
-  redis.call('ZREM', KEYS[1], ARGV[1])
-  local th = tenantHold(ARGV[1])
-  if th then
-    redis.call('ZREM', th, ARGV[1])
-    redis.call('HDEL', KEYS[2], ARGV[1])
+  if ARGV[ao + 2] ~= '' then
+    redis.call('ZREM', KEYS[ko + 1], ARGV[ao + 1])
+    local th = tenantHold(ARGV[ao + 1], KEYS[ko + 2], ARGV[ao + 2], ARGV[ao + 3])
+    if th then
+      redis.call('ZREM', th, ARGV[ao + 1])
+      redis.call('HDEL', KEYS[ko + 2], ARGV[ao + 1])
+    end
   end
+  return {code, seq}
 end
-return {code, seq}
-`)
+`
 
 // FinishExecution ends the execution, its run and the run's hold in one script. See
 // store.ExecutionLifecycle.
 func (s *Store) FinishExecution(ctx context.Context, f store.ExecutionFinish) (store.FinishResult, error) {
 	op := "finish execution " + f.ExecutionID
+	keys, args, entry, err := s.finishArgs(f)
+	if err != nil {
+		return store.FinishResult{}, err
+	}
+	res, err := s.runScript(ctx, op, scriptFinishExecution, keys, args...)
+	if err != nil {
+		return store.FinishResult{}, err
+	}
+	return finishResult(op, f, res, entry)
+}
+
+// finishArgs builds the keys and arguments of finishExec (finishLib) for f, and the entry it
+// appends (Seq unset).
+func (s *Store) finishArgs(f store.ExecutionFinish) ([]string, []any, *messages.LedgerEntry, error) {
 	if f.ExecutionID == "" || f.RunID == "" || f.Entry == nil || !messages.IsTerminalRun(f.Status) {
-		return store.FinishResult{}, fmt.Errorf("redisstore: %s: empty execution or run id, no entry or status %q not final", op, f.Status)
+		return nil, nil, nil, fmt.Errorf("redisstore: finish execution %s: empty execution or run id, no entry or status %q not final",
+			f.ExecutionID, f.Status)
 	}
 	now := s.now().UnixNano()
 	xf, err := marshal("execution", &messages.Execution{Status: f.Status, Output: f.Output, FailureReason: f.FailureReason, UpdatedAt: now})
 	if err != nil {
-		return store.FinishResult{}, err
+		return nil, nil, nil, err
 	}
 	rf, err := marshal("run", &messages.SharedRun{Status: f.Status, Output: f.Output, FailureReason: f.FailureReason, UpdatedAt: now})
 	if err != nil {
-		return store.FinishResult{}, err
+		return nil, nil, nil, err
 	}
 	entry, epb, err := ledgerArg(f.Entry, f.RunID, now)
 	if err != nil {
-		return store.FinishResult{}, err
+		return nil, nil, nil, err
 	}
 	upb, tenant := []byte{}, ""
 	if f.Usage != nil {
@@ -247,17 +269,18 @@ func (s *Store) FinishExecution(ctx context.Context, f store.ExecutionFinish) (s
 			u.At = now
 		}
 		if upb, err = marshal("usage event", u); err != nil {
-			return store.FinishResult{}, err
+			return nil, nil, nil, err
 		}
 		tenant = u.TenantId
 	}
 	keys := []string{s.resvKey(f.InstanceID), s.holdOf(), s.execKey(f.ExecutionID), s.runKey(f.RunID), s.ledgerKey(f.RunID),
 		s.usageKey(tenant), s.usageTenants(), s.liveIndex()}
-	res, err := s.runScript(ctx, op, scriptFinishExecution, keys, f.RunID, f.InstanceID, s.tenantHoldsPrefix(), f.Epoch,
-		xf, now, s.execIndexPrefix(), f.ExecutionID, rf, epb, upb, tenant)
-	if err != nil {
-		return store.FinishResult{}, err
-	}
+	args := []any{f.RunID, f.InstanceID, s.tenantHoldsPrefix(), f.Epoch, xf, now, s.execIndexPrefix(), f.ExecutionID, rf, epb, upb, tenant}
+	return keys, args, entry, nil
+}
+
+// finishResult maps finishExec's reply to FinishExecution's answer; entry is finishArgs'.
+func finishResult(op string, f store.ExecutionFinish, res any, entry *messages.LedgerEntry) (store.FinishResult, error) {
 	out, _ := res.([]any)
 	if len(out) != 2 {
 		return store.FinishResult{}, fmt.Errorf("redisstore: %s: unexpected reply %v", op, res)

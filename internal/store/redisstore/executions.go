@@ -230,48 +230,93 @@ func usageArgs(c store.StepCommit, now int64) (mark string, pb []byte, tenant st
 	return store.UsageMark(c), pb, u.TenantId, nil
 }
 
-// CommitSteps sends one EVALSHA of the commit script per commit in a single pipeline (evalMany:
-// commits that hit NOSCRIPT, Redis restarted, are sent again once the script is reloaded).
+// CommitSteps sends one EVALSHA of the commit script per commit in a single pipeline (evalEach:
+// commits that hit NOSCRIPT, Redis restarted, are sent again once the script is reloaded). A
+// commit with a Finish runs scriptCommitFinish, which ends the execution in the same script.
 func (s *Store) CommitSteps(ctx context.Context, commits []store.StepCommit) ([]error, error) {
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("redisstore: commit steps: %w", err)
 	}
-	errs := make([]error, len(commits))
-	keys := make([][]string, len(commits))
-	args := make([][]any, len(commits))
-	stored := make([][]*messages.LedgerEntry, len(commits))
-	todo := make([]int, 0, len(commits))
 	for i, c := range commits {
-		if c.Finish != nil {
-			errs[i] = fmt.Errorf("redisstore: commit %s/%s carries a finish, which this backend does not write with a commit",
-				c.ExecutionID, c.Step.GetStepId())
-			continue
+		if f := c.Finish; f != nil && (c.Finished == nil || f.RunID == "" || f.Entry == nil || !messages.IsTerminalRun(f.Status)) {
+			return nil, fmt.Errorf("redisstore: commit steps: commit %d: a finish needs Finished, a run id, an entry and a final status (%q)", i, f.Status)
 		}
+	}
+	errs := make([]error, len(commits))
+	stored := make([][]*messages.LedgerEntry, len(commits))
+	finishEntries := make([]*messages.LedgerEntry, len(commits))
+	todo := make([]int, 0, len(commits))
+	ks, as := make([][]string, 0, len(commits)), make([][]any, 0, len(commits))
+	for i, c := range commits {
 		k, a, st, err := s.commitArgs(c)
+		if err == nil && c.Finish != nil {
+			f := *c.Finish
+			f.ExecutionID, f.Epoch = c.ExecutionID, c.Epoch
+			var fk []string
+			var fa []any
+			fk, fa, finishEntries[i], err = s.finishArgs(f)
+			k = append(k, fk...)
+			a = append(append(append(make([]any, 0, 1+len(a)+len(fa)), len(a)), a...), fa...)
+		}
 		if err != nil {
 			errs[i] = err
+			if c.Finish != nil {
+				*c.Finished = store.FinishOutcome{Err: err}
+			}
 			continue
 		}
-		keys[i], args[i], stored[i] = k, a, st
+		stored[i] = st
+		ks, as = append(ks, k), append(as, a)
 		todo = append(todo, i)
 	}
-	ks, as := make([][]string, len(todo)), make([][]any, len(todo))
-	for j, i := range todo {
-		ks[j], as[j] = keys[i], args[i]
-	}
-	res, rerrs, err := s.evalMany(ctx, "commit steps", scriptCommit, ks, as)
+	res, rerrs, err := s.evalEach(ctx, "commit steps", func(j int) *redis.Script {
+		if commits[todo[j]].Finish != nil {
+			return scriptCommitFinish
+		}
+		return scriptCommit
+	}, ks, as)
 	if err != nil {
 		return nil, err
 	}
 	for j, i := range todo {
+		c := commits[i]
 		if rerrs[j] != nil {
-			errs[i] = fmt.Errorf("commit %s/%s: %w", commits[i].ExecutionID, commits[i].Step.GetStepId(), rerrs[j])
+			errs[i] = fmt.Errorf("commit %s/%s: %w", c.ExecutionID, c.Step.GetStepId(), rerrs[j])
+			if c.Finish != nil {
+				*c.Finished = store.FinishOutcome{Err: errs[i]}
+			}
 			continue
 		}
-		commits[i].Appended, errs[i] = commitResult(commits[i], res[j], stored[i])
+		if c.Finish == nil {
+			commits[i].Appended, errs[i] = commitResult(c, res[j], stored[i])
+			continue
+		}
+		out, _ := res[j].([]any)
+		if len(out) < 1 || len(out) > 2 {
+			errs[i] = fmt.Errorf("redisstore: commit %s/%s: unexpected reply %v", c.ExecutionID, c.Step.GetStepId(), res[j])
+			*c.Finished = store.FinishOutcome{Err: errs[i]}
+			continue
+		}
+		commits[i].Appended, errs[i] = commitResult(c, out[0], stored[i])
+		if len(out) == 1 {
+			if errs[i] == nil {
+				errs[i] = fmt.Errorf("redisstore: commit %s/%s: unexpected reply %v", c.ExecutionID, c.Step.GetStepId(), res[j])
+			}
+			*c.Finished = store.FinishOutcome{Err: errs[i]}
+			continue
+		}
+		f := *c.Finish
+		f.ExecutionID, f.Epoch = c.ExecutionID, c.Epoch
+		r, ferr := finishResult("finish execution "+c.ExecutionID, f, out[1], finishEntries[i])
+		*c.Finished = store.FinishOutcome{Result: r, Err: ferr}
 	}
 	return errs, nil
 }
+
+var _ store.CommitFinisher = (*Store)(nil)
+
+// FinishesCommits reports that CommitSteps writes a commit's Finish in the commit's script.
+func (s *Store) FinishesCommits() bool { return true }
 
 // isRedisReplyError reports whether err is an error reply from the server about this command
 // (a script error) rather than a transport failure or a server that is still loading.

@@ -37,15 +37,15 @@ redis.call('HSET', KEYS[3], id, ARGV[6])
 return 1
 `)
 
-// holdLib finds the tenant hold of a run that follows instance ARGV[2]'s hold: KEYS[2] is the
-// hold-of hash, ARGV[3] the tenant holds prefix. It returns the tenant zset key or nil.
+// holdLib finds the tenant hold of run id that follows instance inst's hold: hk is the
+// hold-of hash, prefix the tenant holds prefix. It returns the tenant zset key or nil.
 const holdLib = `
-local function tenantHold(id)
-  local h = redis.call('HGET', KEYS[2], id)
+local function tenantHold(id, hk, inst, prefix)
+  local h = redis.call('HGET', hk, id)
   if not h then return nil end
   local nl = string.find(h, '\n', 1, true)
-  if not nl or string.sub(h, 1, nl - 1) ~= ARGV[2] then return nil end
-  return ARGV[3] .. string.sub(h, nl + 1)
+  if not nl or string.sub(h, 1, nl - 1) ~= inst then return nil end
+  return prefix .. string.sub(h, nl + 1)
 end
 `
 
@@ -54,7 +54,7 @@ end
 // tenant holds prefix.
 var scriptReleaseHold = redis.NewScript(holdLib + `
 redis.call('ZREM', KEYS[1], ARGV[1])
-local th = tenantHold(ARGV[1])
+local th = tenantHold(ARGV[1], KEYS[2], ARGV[2], ARGV[3])
 if th then
   redis.call('ZREM', th, ARGV[1])
   redis.call('HDEL', KEYS[2], ARGV[1])
@@ -69,7 +69,7 @@ var scriptRefresh = redis.NewScript(holdLib + `
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
 for i = 5, #ARGV do
   if redis.call('ZADD', KEYS[1], 'XX', 'CH', ARGV[4], ARGV[i]) == 1 or redis.call('ZSCORE', KEYS[1], ARGV[i]) then
-    local th = tenantHold(ARGV[i])
+    local th = tenantHold(ARGV[i], KEYS[2], ARGV[2], ARGV[3])
     if th then redis.call('ZADD', th, 'XX', ARGV[4], ARGV[i]) end
   end
 end

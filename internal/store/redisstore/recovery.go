@@ -240,6 +240,11 @@ func (s *Store) enqueueBatch(ctx context.Context, batch []store.Requeue, moved m
 // again the calls it was missing for, after a Redis restart). It returns each call's reply and
 // reply error (a script error); err is a transport failure.
 func (s *Store) evalMany(ctx context.Context, op string, sc *redis.Script, keys [][]string, args [][]any) ([]any, []error, error) {
+	return s.evalEach(ctx, op, func(int) *redis.Script { return sc }, keys, args)
+}
+
+// evalEach is evalMany with call i running script(i).
+func (s *Store) evalEach(ctx context.Context, op string, script func(i int) *redis.Script, keys [][]string, args [][]any) ([]any, []error, error) {
 	res := make([]any, len(keys))
 	errs := make([]error, len(keys))
 	todo := make([]int, len(keys))
@@ -250,7 +255,7 @@ func (s *Store) evalMany(ctx context.Context, op string, sc *redis.Script, keys 
 		pipe := s.rdb.Pipeline()
 		cmds := make([]*redis.Cmd, len(todo))
 		for j, i := range todo {
-			cmds[j] = sc.EvalSha(ctx, pipe, keys[i], args[i]...)
+			cmds[j] = script(i).EvalSha(ctx, pipe, keys[i], args[i]...)
 		}
 		_, execErr := pipe.Exec(ctx)
 		var retry []int
@@ -268,8 +273,14 @@ func (s *Store) evalMany(ctx context.Context, op string, sc *redis.Script, keys 
 			}
 		}
 		if len(retry) > 0 {
-			if err := sc.Load(ctx, s.rdb).Err(); err != nil {
-				return nil, nil, fmt.Errorf("redisstore: %s: reload script: %w", op, err)
+			loaded := map[*redis.Script]bool{}
+			for _, i := range retry {
+				if sc := script(i); !loaded[sc] {
+					if err := sc.Load(ctx, s.rdb).Err(); err != nil {
+						return nil, nil, fmt.Errorf("redisstore: %s: reload script: %w", op, err)
+					}
+					loaded[sc] = true
+				}
 			}
 		} else if execErr != nil && !isRedisReplyError(execErr) && !errors.Is(execErr, redis.Nil) {
 			return nil, nil, fmt.Errorf("redisstore: %s: %w", op, execErr)

@@ -437,26 +437,3 @@ func TestStore_Assign_entryWithoutShape(t *testing.T) {
 	require.Equal(t, store.Assigned, assign("r2"), "published again: its shape is stored")
 }
 
-// TestStore_CommitSteps_refusesAFinish: this backend is no store.CommitFinisher, so a commit
-// carrying a finish is refused (nothing written) rather than committed without it.
-func TestStore_CommitSteps_refusesAFinish(t *testing.T) {
-	st := openTest(t, sharedRedis(t), time.Now)
-	ctx := context.Background()
-	if _, ok := any(st).(store.CommitFinisher); ok {
-		t.Fatal("redisstore claims to write finishes with commits")
-	}
-	if err := st.CreateExecution(ctx, &messages.Execution{ExecutionId: "x1", SharedRunId: "r1", Epoch: 1}); err != nil {
-		t.Fatal(err)
-	}
-	errs, err := st.CommitSteps(ctx, []store.StepCommit{{ExecutionID: "x1", Epoch: 1,
-		Step:     &messages.StepState{StepId: "a", Status: messages.StepSucceeded, Attempts: 1},
-		Ledger:   []*messages.LedgerEntry{{Kind: messages.KindStepSucceeded}},
-		Finish:   &store.ExecutionFinish{RunID: "r1", Status: messages.RunSucceeded, Entry: &messages.LedgerEntry{Kind: messages.KindRunSucceeded}},
-		Finished: &store.FinishOutcome{}}})
-	if err != nil || errs[0] == nil {
-		t.Fatalf("commit with a finish = %v, %v; want refused", errs, err)
-	}
-	if _, steps, err := st.GetExecution(ctx, "x1"); err != nil || len(steps) != 0 {
-		t.Fatalf("steps = %v, %v; want none", steps, err)
-	}
-}

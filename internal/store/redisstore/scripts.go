@@ -359,24 +359,45 @@ const (
 // then pairs (run id, empty for the execution's run; entry pb).
 // Returns -1 not found, -2 stale epoch, -3 already committed, or, written, {0, the
 // execution's run id, then each entry's Seq (its position in its ledger list)}.
-var scriptCommit = redis.NewScript(`
-local cur = redis.call('HMGET', KEYS[1], 'epoch', 'run')
-if not cur[1] then return -1 end
-if cur[1] ~= ARGV[1] then return -2 end
-if redis.call('HGET', KEYS[3], ARGV[2]) == 'succeeded' then return -3 end
-redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
-redis.call('HSET', KEYS[3], ARGV[2], ARGV[4])
-local out = {0, cur[2] or ''}
-for i = 9, #ARGV, 2 do
-  local run = ARGV[i]
-  if run == '' then run = cur[2] or '' end
-  out[#out + 1] = redis.call('RPUSH', ARGV[5] .. run, ARGV[i + 1])
+var scriptCommit = redis.NewScript(commitLib + `return commitStep(0, 0, #ARGV)`)
+
+// commitLib defines commitStep(ko, ao, last), scriptCommit's body reading its keys from
+// KEYS[ko + 1] and its arguments from ARGV[ao + 1] to ARGV[last] (so a script can run others
+// after it).
+const commitLib = `
+local function commitStep(ko, ao, last)
+  local cur = redis.call('HMGET', KEYS[ko + 1], 'epoch', 'run')
+  if not cur[1] then return -1 end
+  if cur[1] ~= ARGV[ao + 1] then return -2 end
+  local step = ARGV[ao + 2]
+  if redis.call('HGET', KEYS[ko + 3], step) == 'succeeded' then return -3 end
+  redis.call('HSET', KEYS[ko + 2], step, ARGV[ao + 3])
+  redis.call('HSET', KEYS[ko + 3], step, ARGV[ao + 4])
+  local out = {0, cur[2] or ''}
+  for i = ao + 9, last, 2 do
+    local run = ARGV[i]
+    if run == '' then run = cur[2] or '' end
+    out[#out + 1] = redis.call('RPUSH', ARGV[ao + 5] .. run, ARGV[i + 1])
+  end
+  if ARGV[ao + 6] ~= '' and redis.call('HSETNX', KEYS[ko + 4], ARGV[ao + 6], '1') == 1 then
+    redis.call('RPUSH', KEYS[ko + 5], ARGV[ao + 7])
+    redis.call('SADD', KEYS[ko + 6], ARGV[ao + 8])
+  end
+  return out
 end
-if ARGV[6] ~= '' and redis.call('HSETNX', KEYS[4], ARGV[6], '1') == 1 then
-  redis.call('RPUSH', KEYS[5], ARGV[7])
-  redis.call('SADD', KEYS[6], ARGV[8])
-end
-return out
+`
+
+// scriptCommitFinish is scriptCommit then, when the commit was written or its step had
+// already succeeded, scriptFinishExecution under the commit's execution and epoch: a run's
+// last commit and its end in one call (store.CommitFinisher). KEYS[1..6] scriptCommit's,
+// KEYS[7..14] scriptFinishExecution's. ARGV[1] n, the number of scriptCommit's arguments,
+// ARGV[2..n+1] those, then scriptFinishExecution's. Returns {commit reply} when the commit was
+// refused, else {commit reply, finish reply}.
+var scriptCommitFinish = redis.NewScript(pbLib + holdLib + commitLib + finishLib + `
+local n = tonumber(ARGV[1])
+local c = commitStep(0, 1, n + 1)
+if c == -1 or c == -2 then return {c} end
+return {c, finishExec(6, n + 1)}
 `)
 
 // scriptAppend appends ledger entries. KEYS[i] is the ledger list of ARGV[i] (entry pb).
@@ -410,5 +431,5 @@ var allScripts = []*redis.Script{
 	scriptRelease, scriptReleaseOwner, scriptPutInstance, scriptGCInstances, scriptReserve, scriptCreateExecution,
 	scriptAcquireExecution, scriptFenceExecution, scriptFenceIfRunAt, scriptUpdateExecution, scriptCommit, scriptAppend,
 	scriptAcquireLease, scriptReleaseLease, scriptClaimRuns, scriptAssign, scriptListInstances, scriptStartExecution,
-	scriptFinishExecution,
+	scriptFinishExecution, scriptCommitFinish,
 }

@@ -50,6 +50,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Recovery", recoveryTests},
 		{"Executions", executionTests},
 		{"ExecutionLifecycle", execLifecycleTests},
+		{"CommitFinisher", commitFinishTests},
 		{"Ledger", ledgerTests},
 		{"Tenants", tenantTests},
 		{"ScaleOuts", scaleOutTests},

@@ -16,7 +16,7 @@ var faults = []fault{
 	{
 		name: "redis-commit-no-epoch-check",
 		file: "internal/store/redisstore/scripts.go",
-		old:  "if cur[1] ~= ARGV[1] then return -2 end\n",
+		old:  "if cur[1] ~= ARGV[ao + 1] then return -2 end\n",
 		new:  "",
 	},
 	{
@@ -34,8 +34,8 @@ var faults = []fault{
 		// which a second success is accepted.
 		name: "redis-write-over-succeeded-step",
 		file: "internal/store/redisstore/scripts.go",
-		old:  "if redis.call('HGET', KEYS[3], ARGV[2]) == 'succeeded' then return -3 end",
-		new:  "if ARGV[4] == 'succeeded' and redis.call('HGET', KEYS[3], ARGV[2]) == 'succeeded' then return -3 end",
+		old:  "if redis.call('HGET', KEYS[ko + 3], step) == 'succeeded' then return -3 end",
+		new:  "if ARGV[ao + 4] == 'succeeded' and redis.call('HGET', KEYS[ko + 3], step) == 'succeeded' then return -3 end",
 	},
 	{
 		name: "bolt-write-over-succeeded-step",
@@ -67,14 +67,22 @@ var faults = []fault{
 `,
 	},
 	{
+		// The same on Redis: a fenced commit's folded finish is written under the execution's
+		// current epoch.
+		name: "redis-folded-finish-outside-the-fence",
+		file: "internal/store/redisstore/scripts.go",
+		old:  "if c == -1 or c == -2 then return {c} end\n",
+		new:  "if c == -2 then ARGV[n + 5] = redis.call('HGET', KEYS[1], 'epoch') end\nif c == -1 then return {c} end\n",
+	},
+	{
 		// Usage recorded before the fence instead of by the fenced commit: a commit call
 		// carrying a usage event meters once per attempt whether its epoch holds or not.
 		name: "redis-usage-outside-the-fence",
 		file: "internal/store/redisstore/scripts.go",
-		old:  "if cur[1] ~= ARGV[1] then return -2 end\n",
-		new: "if ARGV[6] ~= '' and redis.call('HSETNX', KEYS[4], ARGV[6], '1') == 1 then\n" +
-			"  redis.call('RPUSH', KEYS[5], ARGV[7])\n  redis.call('SADD', KEYS[6], ARGV[8])\nend\n" +
-			"if cur[1] ~= ARGV[1] then return -2 end\n",
+		old:  "if cur[1] ~= ARGV[ao + 1] then return -2 end\n",
+		new: "if ARGV[ao + 6] ~= '' and redis.call('HSETNX', KEYS[ko + 4], ARGV[ao + 6], '1') == 1 then\n" +
+			"  redis.call('RPUSH', KEYS[ko + 5], ARGV[ao + 7])\n  redis.call('SADD', KEYS[ko + 6], ARGV[ao + 8])\nend\n" +
+			"if cur[1] ~= ARGV[ao + 1] then return -2 end\n",
 	},
 	{
 		// The committer's folded write (a step's start and end) takes the start's place instead
