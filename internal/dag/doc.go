@@ -48,7 +48,9 @@
 // String values of `with` are text/template templates over .input, .steps.<id>.output,
 // .tenant_id and .execution_id, with missingkey=error and one extra function, json. Validate
 // rejects templates that do not parse or that reference a step outside the step's transitive
-// needs. See RenderWith.
+// needs. A render is bounded by MaxRenderedBytes of text per template and MaxRenderOps
+// operations per `with` (a count, so a render that exceeds it fails on every replay). See
+// RenderWith.
 //
 // # Limits and cost
 //

@@ -68,7 +68,7 @@ func RenderWith(with map[string]any, s Scope) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := renderValue(with, "with", data)
+	out, err := renderValue(with, "with", data, &renderBudget{left: MaxRenderOps})
 	if err != nil {
 		return nil, err
 	}
@@ -111,14 +111,14 @@ func decodeRaw(v any) (any, error) {
 	return out, nil
 }
 
-func renderValue(v any, path string, data map[string]any) (any, error) {
+func renderValue(v any, path string, data map[string]any, b *renderBudget) (any, error) {
 	switch x := v.(type) {
 	case string:
-		return renderString(x, path, data)
+		return renderString(x, path, data, b)
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			r, err := renderValue(e, path+"."+k, data)
+			r, err := renderValue(e, path+"."+k, data, b)
 			if err != nil {
 				return nil, err
 			}
@@ -128,7 +128,7 @@ func renderValue(v any, path string, data map[string]any) (any, error) {
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			r, err := renderValue(e, fmt.Sprintf("%s[%d]", path, i), data)
+			r, err := renderValue(e, fmt.Sprintf("%s[%d]", path, i), data, b)
 			if err != nil {
 				return nil, err
 			}
@@ -138,7 +138,7 @@ func renderValue(v any, path string, data map[string]any) (any, error) {
 	case map[string]string:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			r, err := renderString(e, path+"."+k, data)
+			r, err := renderString(e, path+"."+k, data, b)
 			if err != nil {
 				return nil, err
 			}
@@ -148,7 +148,7 @@ func renderValue(v any, path string, data map[string]any) (any, error) {
 	case []string:
 		out := make([]any, len(x))
 		for i, e := range x {
-			r, err := renderString(e, fmt.Sprintf("%s[%d]", path, i), data)
+			r, err := renderString(e, fmt.Sprintf("%s[%d]", path, i), data, b)
 			if err != nil {
 				return nil, err
 			}
@@ -160,19 +160,20 @@ func renderValue(v any, path string, data map[string]any) (any, error) {
 	}
 }
 
-func renderString(s, path string, data map[string]any) (any, error) {
+func renderString(s, path string, data map[string]any, b *renderBudget) (any, error) {
 	if !strings.Contains(s, "{{") {
 		return s, nil
 	}
-	t, err := newTemplate(path).Parse(s)
+	t, err := newTemplate(path).Funcs(b.funcs()).Parse(s)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrRender, path, err)
 	}
 	if pipe, ok := singleAction(t); ok {
-		if v, ok, err := renderRaw(pipe, path, data); ok || err != nil {
+		if v, ok, err := renderRaw(pipe, path, data, b); ok || err != nil {
 			return v, err
 		}
 	}
+	instrument(t)
 	w := &limitedBuffer{limit: MaxRenderedBytes}
 	if err := t.Execute(w, data); err != nil {
 		return nil, execError(path, err)
@@ -195,7 +196,7 @@ func singleAction(t *template.Template) (*parse.PipeNode, bool) {
 
 // renderRaw evaluates pipe and returns its value. ok is false when the pipeline cannot be
 // rewritten, and the caller renders text instead.
-func renderRaw(pipe *parse.PipeNode, path string, data map[string]any) (v any, ok bool, err error) {
+func renderRaw(pipe *parse.PipeNode, path string, data map[string]any, b *renderBudget) (v any, ok bool, err error) {
 	var (
 		captured any
 		set      bool
@@ -204,7 +205,7 @@ func renderRaw(pipe *parse.PipeNode, path string, data map[string]any) (v any, o
 		captured, set = x, true
 		return ""
 	}}
-	t, perr := newTemplate(path).Funcs(capture).Parse("{{ " + pipe.String() + " | " + rawFunc + " }}")
+	t, perr := newTemplate(path).Funcs(b.funcs()).Funcs(capture).Parse("{{ " + pipe.String() + " | " + rawFunc + " }}")
 	if perr != nil {
 		return nil, false, nil
 	}
@@ -243,6 +244,9 @@ var missingField = regexp.MustCompile(`at <(\.[^>]*)>: (?:nil pointer evaluating
 // missing, the message starts with which one, in the pipeline's terms
 // (`.input.name: the value has no field "name"`), before text/template's own words.
 func execError(path string, err error) error {
+	if budgetError(err) {
+		return fmt.Errorf("%w: %s: %w", ErrRender, path, ErrRenderBudget)
+	}
 	m := missingField.FindStringSubmatch(err.Error())
 	if m == nil {
 		return fmt.Errorf("%w: %s: %w", ErrRender, path, err)
