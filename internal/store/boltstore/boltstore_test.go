@@ -313,4 +313,3 @@ func TestStore_runVersion_ofAnOlderFile(t *testing.T) {
 		t.Fatal("a run id with NUL was stored")
 	}
 }
-

@@ -436,4 +436,3 @@ func TestStore_Assign_entryWithoutShape(t *testing.T) {
 	require.NoError(t, st.PutInstance(ctx, d, time.Minute))
 	require.Equal(t, store.Assigned, assign("r2"), "published again: its shape is stored")
 }
-
