@@ -31,9 +31,9 @@ import (
 // is safe for concurrent use.
 func HTTP(opts Options) step.Handler {
 	opts = opts.withDefaults()
-	return step.HandlerFunc(func(ctx context.Context, req *step.Request) (step.Result, error) {
+	return step.Checked(step.HandlerFunc(func(ctx context.Context, req *step.Request) (step.Result, error) {
 		return runHTTP(ctx, opts, req)
-	})
+	}), checkHTTP)
 }
 
 // runHTTP is one attempt of the http handler.

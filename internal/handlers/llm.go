@@ -76,9 +76,9 @@ type chatResponse struct {
 // handler is safe for concurrent use.
 func LLMChat(opts Options) step.Handler {
 	opts = opts.withDefaults()
-	return step.HandlerFunc(func(ctx context.Context, req *step.Request) (step.Result, error) {
+	return step.Checked(step.HandlerFunc(func(ctx context.Context, req *step.Request) (step.Result, error) {
 		return runLLMChat(ctx, opts, req)
-	})
+	}), checkLLMChat)
 }
 
 // runLLMChat is one attempt of the llm.chat handler.
