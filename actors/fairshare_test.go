@@ -2,6 +2,7 @@ package actors_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -287,6 +288,39 @@ func TestQuota_runsPerSecond(t *testing.T) {
 			t.Logf("dispatch rate %.2f runs/s (want %.0f±10%%)", got, rate)
 			require.InEpsilon(t, rate, got, 0.10)
 			reasonOnce(t, n, admission.ReasonTenantRateLimit, ids)
+		})
+	}
+}
+
+// TestQuota_maxQueuedRuns_concurrentSubmits: submits made at once on one node queue no more
+// runs than max_queued_runs; the others are refused with ErrTenantQueueFull.
+func TestQuota_maxQueuedRuns_concurrentSubmits(t *testing.T) {
+	for _, b := range testkit.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			const limit, submits = 5, 40
+			s := &starts{hold: time.Millisecond}
+			n := startPool(t, b, 2, s, &messages.TenantSettings{TenantId: "bounded", MaxQueuedRuns: limit})
+			pausePool(t, n, true)
+			var accepted, refused atomic.Int64
+			var wg sync.WaitGroup
+			for range submits {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, err := n.Submit(context.Background(), actors.SubmitRequest{Pipeline: "short", Snapshot: tenantSnap("bounded")})
+					switch {
+					case err == nil:
+						accepted.Add(1)
+					case errors.Is(err, actors.ErrTenantQueueFull):
+						refused.Add(1)
+					default:
+						t.Errorf("submit: %v", err)
+					}
+				}()
+			}
+			wg.Wait()
+			require.Equal(t, int64(limit), accepted.Load(), "accepted submits")
+			require.Equal(t, int64(submits-limit), refused.Load(), "refused submits")
 		})
 	}
 }

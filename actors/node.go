@@ -46,6 +46,10 @@ type Node struct {
 	live      liveness // this node's liveness lease (liveness.go)
 
 	agents *agentRuntime // agent messaging (agent_runtime.go)
+
+	// queueing holds a tenant with max_queued_runs from its queue count to its enqueue, so
+	// this node's concurrent submits cannot overshoot the limit (Submit).
+	queueing keyedLocks
 }
 
 // Start builds and starts a node. It returns once the supervision tree has started and the

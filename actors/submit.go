@@ -38,7 +38,8 @@ type SubmitRequest struct {
 //
 // The steps, in order: validate the request and resolve the pipeline; read the tenant's
 // settings; admit through the tenant scope (last seen, cold start, suspension); refuse beyond
-// the tenant's max_queued_runs; then, on a node whose instance view shows room
+// the tenant's max_queued_runs (one such submit of a tenant at a time on this node, so
+// concurrent ones cannot overshoot it); then, on a node whose instance view shows room
 // (Dispatcher.HandOff: no quota on the tenant, nobody waiting), create the run already
 // assigned, with its ledger entries, in one store call and deliver it (in either mode: a
 // direct submit then returns the run as stored, like a direct dispatch); otherwise create the
@@ -69,6 +70,10 @@ func (n *Node) Submit(ctx context.Context, req SubmitRequest) (*messages.SharedR
 	}
 	if t.Suspended {
 		return nil, fmt.Errorf("%w: %s", ErrTenantSuspended, t.TenantId)
+	}
+	if t.GetMaxQueuedRuns() > 0 {
+		// Count, create and enqueue one submit at a time per tenant on this node.
+		defer n.queueing.lock(t.TenantId)()
 	}
 	if err := controlplane.QueueRoom(ctx, n.env.st, t); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrTenantQueueFull, err)
