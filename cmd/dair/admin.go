@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"math"
+	"net/http"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -54,23 +57,40 @@ func newInstancesCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// newTenantsPutCmd is "tenants put TENANT" with one flag per tenant setting.
+// newTenantsPutCmd is "tenants put TENANT" with one flag per tenant setting. It changes only
+// the settings whose flags are given: the others keep their stored values (a new tenant starts
+// from the defaults, shared unless --isolation says otherwise; see mergeTenant for a change of
+// isolation).
 func newTenantsPutCmd(a *app) *cobra.Command {
 	var t httpapi.Tenant
 	put := &cobra.Command{
 		Use:   "put TENANT",
-		Short: "create or replace a tenant's settings",
+		Short: "create a tenant, or change the settings given as flags (the others are kept)",
 		Args:  exactArgs("TENANT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t.TenantID = args[0]
-			switch t.IsolationMode {
-			case messages.IsolationShared, messages.IsolationDedicated, messages.IsolationHybrid:
-			case "":
-				return usagef("tenants put needs --isolation shared, dedicated or hybrid")
-			default:
-				return usagef("unknown isolation %q (want shared, dedicated or hybrid)", t.IsolationMode)
+			fs := cmd.Flags()
+			if fs.Changed("isolation") {
+				switch t.IsolationMode {
+				case messages.IsolationShared, messages.IsolationDedicated, messages.IsolationHybrid:
+				default:
+					return usagef("unknown isolation %q (want shared, dedicated or hybrid)", t.IsolationMode)
+				}
 			}
-			out, err := a.client().PutTenant(cmd.Context(), t)
+			if math.IsNaN(t.RunsPerSecond) || math.IsInf(t.RunsPerSecond, 0) {
+				return usagef("--runs-per-second must be a finite number, got %v", t.RunsPerSecond)
+			}
+			c := a.client()
+			cur, err := c.GetTenant(cmd.Context(), args[0])
+			var ce *client.Error
+			switch {
+			case errors.As(err, &ce) && ce.Status == http.StatusNotFound && ce.Code == "not_found":
+				cur = &httpapi.Tenant{IsolationMode: messages.IsolationShared}
+			case err != nil:
+				return err
+			}
+			next := mergeTenant(*cur, t, fs.Changed)
+			next.TenantID = args[0]
+			out, err := c.PutTenant(cmd.Context(), next)
 			if err != nil {
 				return err
 			}
@@ -78,7 +98,7 @@ func newTenantsPutCmd(a *app) *cobra.Command {
 		},
 	}
 	fs := put.Flags()
-	fs.StringVar(&t.IsolationMode, "isolation", "", "isolation mode: shared, dedicated or hybrid")
+	fs.StringVar(&t.IsolationMode, "isolation", "", "isolation mode: shared, dedicated or hybrid (a new tenant: shared)")
 	fs.StringVar(&t.TenantGroupID, "tenant-group-id", "", "tenant group")
 	fs.BoolVar(&t.PreferDedicatedCapacity, "prefer-dedicated-capacity", false, "hybrid: prefer dedicated instances")
 	fs.BoolVar(&t.AllowSharedFallback, "allow-shared-fallback", false, "hybrid: fall back to shared instances")
@@ -88,9 +108,47 @@ func newTenantsPutCmd(a *app) *cobra.Command {
 	fs.Int32Var(&t.MaxConcurrentRunsPerInstance, "max-concurrent-runs-per-instance", 0, "run slots per instance (0: default)")
 	fs.Int32Var(&t.LocalQueueCapacity, "local-queue-capacity", 0, "instance queue capacity (0: default)")
 	fs.Int32Var(&t.MaxLocalWorkersPerExecution, "max-local-workers-per-execution", 0, "parallel steps per execution (0: default)")
-	fs.BoolVar(&t.Suspended, "suspended", false, "store the tenant suspended")
+	fs.BoolVar(&t.Suspended, "suspended", false, "store the tenant suspended (--suspended=false: not suspended)")
 	fairFlags(fs, &t)
 	return put
+}
+
+// mergeTenant is cur with the settings of flags whose flag changed reports given. A change of
+// isolation mode starts the capacity settings not given from the new mode's defaults (a
+// dedicated tenant's instance prefix may not be the shared one's); the group, suspension, fair
+// share and quotas are kept.
+func mergeTenant(cur, flags httpapi.Tenant, changed func(name string) bool) httpapi.Tenant {
+	if changed("isolation") && flags.IsolationMode != cur.IsolationMode {
+		cur.PreferDedicatedCapacity, cur.AllowSharedFallback, cur.RuntimeInstanceIDPrefix = false, false, ""
+		cur.MaxRuntimeInstances, cur.WorkerCountPerInstance, cur.MaxConcurrentRunsPerInstance = 0, 0, 0
+		cur.LocalQueueCapacity, cur.MaxLocalWorkersPerExecution = 0, 0
+	}
+	for _, f := range []struct {
+		name string
+		set  func()
+	}{
+		{"isolation", func() { cur.IsolationMode = flags.IsolationMode }},
+		{"tenant-group-id", func() { cur.TenantGroupID = flags.TenantGroupID }},
+		{"prefer-dedicated-capacity", func() { cur.PreferDedicatedCapacity = flags.PreferDedicatedCapacity }},
+		{"allow-shared-fallback", func() { cur.AllowSharedFallback = flags.AllowSharedFallback }},
+		{"runtime-instance-id-prefix", func() { cur.RuntimeInstanceIDPrefix = flags.RuntimeInstanceIDPrefix }},
+		{"max-runtime-instances", func() { cur.MaxRuntimeInstances = flags.MaxRuntimeInstances }},
+		{"worker-count-per-instance", func() { cur.WorkerCountPerInstance = flags.WorkerCountPerInstance }},
+		{"max-concurrent-runs-per-instance", func() { cur.MaxConcurrentRunsPerInstance = flags.MaxConcurrentRunsPerInstance }},
+		{"local-queue-capacity", func() { cur.LocalQueueCapacity = flags.LocalQueueCapacity }},
+		{"max-local-workers-per-execution", func() { cur.MaxLocalWorkersPerExecution = flags.MaxLocalWorkersPerExecution }},
+		{"suspended", func() { cur.Suspended = flags.Suspended }},
+		{"weight", func() { cur.Weight = flags.Weight }},
+		{"max-concurrent-runs", func() { cur.MaxConcurrentRuns = flags.MaxConcurrentRuns }},
+		{"max-queued-runs", func() { cur.MaxQueuedRuns = flags.MaxQueuedRuns }},
+		{"runs-per-second", func() { cur.RunsPerSecond = flags.RunsPerSecond }},
+		{"runs-burst", func() { cur.RunsBurst = flags.RunsBurst }},
+	} {
+		if changed(f.name) {
+			f.set()
+		}
+	}
+	return cur
 }
 
 func newTenantsCmd(a *app) *cobra.Command {

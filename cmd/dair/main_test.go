@@ -237,6 +237,31 @@ func TestDair_Dev_submitWaitRestart(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &ten))
 	require.Equal(t, messages.IsolationDedicated, ten.IsolationMode)
 	require.EqualValues(t, 2, ten.MaxRuntimeInstances)
+	// A put changes the settings given and keeps the others, suspension included.
+	r = dair(t, srv, "tenants", "suspend", "globex")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = dair(t, srv, "tenants", "put", "globex", "--weight", "3", "--max-queued-runs", "7", "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	ten = httpapi.Tenant{}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &ten))
+	require.Equal(t, messages.IsolationDedicated, ten.IsolationMode)
+	require.EqualValues(t, 2, ten.MaxRuntimeInstances)
+	require.EqualValues(t, 3, ten.Weight)
+	require.EqualValues(t, 7, ten.MaxQueuedRuns)
+	require.True(t, ten.Suspended, "a put without --suspended kept the suspension")
+	r = dair(t, srv, "tenants", "put", "globex", "--isolation", "shared", "--suspended=false", "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	ten = httpapi.Tenant{}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &ten))
+	require.Equal(t, messages.IsolationShared, ten.IsolationMode)
+	require.False(t, ten.Suspended)
+	require.EqualValues(t, 3, ten.Weight, "a change of isolation keeps the fair share")
+	r = dair(t, srv, "tenants", "put", "initech", "--weight", "2", "-o", "json") // new: shared by default
+	require.Equal(t, 0, r.code, r.stderr)
+	ten = httpapi.Tenant{}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &ten))
+	require.Equal(t, messages.IsolationShared, ten.IsolationMode)
+	require.EqualValues(t, 2, ten.Weight)
 
 	for _, args := range [][]string{{"instances", "list"}, {"pipelines", "list"}, {"tenants", "list"},
 		{"executions", "ledger", run.ExecutionID}, {"queue", "drain"}, {"pipelines", "get", "hello"}} {
@@ -286,6 +311,7 @@ func TestDair_Usage_exitCodes(t *testing.T) {
 		{"submit unreadable input file", []string{down, "submit", "p", "--tenant", "t", "--input", "@/no/such/file"}, 2, "read input file", ""},
 		{"pipelines put unreadable", []string{down, "pipelines", "put", "/no/such/file.yaml"}, 2, "read pipeline file", ""},
 		{"tenants put bad isolation", []string{down, "tenants", "put", "t", "--isolation", "solo"}, 2, "unknown isolation", ""},
+		{"tenants put NaN rate", []string{down, "tenants", "put", "t", "--runs-per-second", "NaN"}, 2, "must be a finite number", ""},
 		{"server down", []string{down, "runs", "get", "x"}, 1, `connection refused; is a node running at`, ""},
 		{"server down hint", []string{down, "runs", "get", "x"}, 1, `start one with "dair dev"`, ""},
 		{"node join with file store", []string{"node", "--store", "bolt://" + filepath.Join(t.TempDir(), "d.db"),
