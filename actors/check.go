@@ -39,6 +39,9 @@ func (n *Node) CheckPipeline(ctx context.Context, src []byte, last int) (Pipelin
 	if err != nil {
 		return PipelineCheck{}, err
 	}
+	if err := dag.CheckSource(src); err != nil {
+		return PipelineCheck{}, err
+	}
 	if err := dag.CheckWith(next, n.env.handlers.CheckWith); err != nil {
 		return PipelineCheck{}, err
 	}

@@ -40,6 +40,9 @@ func (c *pipelineCache) put(ctx context.Context, src []byte) (*compiled, error) 
 	if err != nil {
 		return nil, err
 	}
+	if err := dag.CheckSource(src); err != nil {
+		return nil, err
+	}
 	if err := dag.CheckWith(p, c.handlers.CheckWith); err != nil {
 		return nil, err
 	}

@@ -311,6 +311,7 @@ func TestDair_Usage_exitCodes(t *testing.T) {
 		{"submit unreadable input file", []string{down, "submit", "p", "--tenant", "t", "--input", "@/no/such/file"}, 2, "read input file", ""},
 		{"pipelines put unreadable", []string{down, "pipelines", "put", "/no/such/file.yaml"}, 2, "read pipeline file", ""},
 		{"tenants put bad isolation", []string{down, "tenants", "put", "t", "--isolation", "solo"}, 2, "unknown isolation", ""},
+		{"submit key not UTF-8", []string{down, "submit", "p", "--tenant", "t", "--idempotency-key", "order-\xff"}, 2, "not valid UTF-8", ""},
 		{"tenants put NaN rate", []string{down, "tenants", "put", "t", "--runs-per-second", "NaN"}, 2, "must be a finite number", ""},
 		{"server down", []string{down, "runs", "get", "x"}, 1, `connection refused; is a node running at`, ""},
 		{"server down hint", []string{down, "runs", "get", "x"}, 1, `start one with "dair dev"`, ""},

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -33,6 +34,11 @@ func newSubmitCmd(a *app) *cobra.Command {
 			req.Pipeline = args[0]
 			if req.TenantID == "" && a.token == "" {
 				return usagef("submit needs --tenant (or a --token carrying the tenant)")
+			}
+			for _, f := range []struct{ name, v string }{{"--idempotency-key", req.IdempotencyKey}, {"--correlation-id", req.CorrelationID}} {
+				if !utf8.ValidString(f.v) {
+					return usagef("%s is not valid UTF-8", f.name) // JSON would turn it into U+FFFD
+				}
 			}
 			in, err := readInput(input)
 			if err != nil {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/auth"
 	"github.com/dairuntime/dair/internal/dag"
+	"github.com/dairuntime/dair/internal/jsonvalid"
 	"github.com/dairuntime/dair/internal/ui"
 	"github.com/dairuntime/dair/messages"
 )
@@ -285,10 +287,23 @@ func (s *server) writeError(w http.ResponseWriter, code int, errCode, msg string
 	s.writeJSON(w, code, httpapi.ErrorBody{Error: httpapi.ErrorDetail{Code: errCode, Message: msg}})
 }
 
-// decodeJSON decodes the request body into v, rejecting unknown fields and trailing data.
-// An empty body is allowed when allowEmpty is set (v keeps its zero value).
+// decodeJSON decodes the request body into v, rejecting unknown fields, trailing data, and
+// text that is not valid UTF-8 or holds an unpaired surrogate escape (which encoding/json
+// would turn into U+FFFD, so that different idempotency keys could decode as one). An empty
+// body is allowed when allowEmpty is set (v keeps its zero value).
 func decodeJSON(r *http.Request, v any, allowEmpty bool) error {
-	dec := json.NewDecoder(r.Body)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return &requestError{msg: "api: read body: " + err.Error()}
+	}
+	if err := jsonvalid.CheckText(body); err != nil {
+		return &requestError{msg: "api: malformed json: " + err.Error()}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		if errors.Is(err, io.EOF) {

@@ -2,6 +2,7 @@ package dag
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -72,9 +73,25 @@ func yamlError(err error) *ParseError {
 	}
 	msg = strings.TrimPrefix(msg, "yaml: ")
 	msg = yamlUnknownFieldRE.ReplaceAllString(msg, `unknown field "$1"`)
-	pe.Msg = typeNames.Replace(msg)
+	msg = typeNames.Replace(msg)
+	if m := yamlTypeRE.FindStringSubmatch(msg); m != nil {
+		msg = fmt.Sprintf("want %s, got %s", cmp.Or(yamlTargets[m[2]], "a "+m[2]), cmp.Or(yamlKinds[m[1]], m[1]))
+	}
+	pe.Msg = msg
 	return pe
 }
+
+// yamlTypeRE matches yaml.v3's message for a value of the wrong kind (after typeNames).
+var yamlTypeRE = regexp.MustCompile("^cannot unmarshal !!(\\w+)(?: `[^`]*`)? into (.+)$")
+
+// yamlKinds and yamlTargets name a YAML tag and a decoding target in a document's terms.
+var (
+	yamlKinds = map[string]string{"seq": "a list", "map": "a mapping", "str": "a string", "int": "an integer",
+		"float": "a number", "bool": "a boolean", "null": "null", "binary": "binary data", "timestamp": "a timestamp"}
+	yamlTargets = map[string]string{"pipeline": "a pipeline (a mapping with key and steps)", "step": "a step (a mapping with id and uses)",
+		"retry": "a retry mapping", "[]string": "a list of step ids", "[]dag.rawStep": "a list of steps", "[]step": "a list of steps", "mapping": "a mapping",
+		"string": "a string", "int": "an integer"}
+)
 
 // decodeJSON decodes one strict JSON object.
 func decodeJSON(data []byte) (*rawPipeline, error) {
@@ -108,11 +125,38 @@ func jsonError(data []byte, err error) *ParseError {
 		pe.Line = lineAt(data, se.Offset)
 	case errors.As(err, &te):
 		pe.Line = lineAt(data, te.Offset)
+		where := "the document"
+		if te.Field != "" {
+			where = "field " + strconv.Quote(te.Field)
+		}
+		pe.Msg = fmt.Sprintf("%s: want %s, got %s", where, goKind(te.Type), te.Value)
+		return pe
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		pe.Line = lineAt(data, int64(len(data)))
 	}
 	pe.Msg = typeNames.Replace(strings.TrimPrefix(err.Error(), "json: "))
 	return pe
+}
+
+// goKind names the JSON value a decoding target takes.
+func goKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return goKind(t.Elem())
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "a boolean"
+	}
+	return "another value"
 }
 
 // lineAt returns the 1-based line holding byte offset off.
@@ -181,7 +225,7 @@ func normalizeDepth(v any, path string, depth int) (any, error) {
 	case json.Number:
 		f, err := x.Float64()
 		if err != nil {
-			return nil, &normalizeError{path: path, err: fmt.Errorf("number %s: %w", x, err)}
+			return nil, &normalizeError{path: path, err: fmt.Errorf("number %s is out of range of a 64-bit float", x)}
 		}
 		return normalizeDepth(f, path, depth)
 	case map[string]any:

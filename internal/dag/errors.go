@@ -38,6 +38,7 @@ const (
 	KindBadTimeout        ErrorKind = "bad_timeout"
 	KindSelfDependency    ErrorKind = "self_dependency"
 	KindBadWith           ErrorKind = "bad_with"
+	KindBadStep           ErrorKind = "bad_step"
 	// KindTooManySteps, KindDocumentTooLarge and KindTemplateTooLarge are the Limits rules.
 	KindTooManySteps     ErrorKind = "too_many_steps"
 	KindDocumentTooLarge ErrorKind = "document_too_large"

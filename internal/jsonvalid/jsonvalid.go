@@ -84,6 +84,30 @@ func Check(b []byte) error {
 	return nil
 }
 
+// CheckText returns nil when b's text is valid UTF-8 and, if b is well-formed JSON, its string
+// escapes pair every UTF-16 surrogate; else a *Error matching ErrInvalid. It is Check without
+// the checks of structure, depth and numbers, for a request body whose decoder reports those
+// in its own terms: encoding/json would turn such bytes and escapes into U+FFFD silently, so
+// two different keys could decode as one. Linear in len(b), goroutine-safe.
+func CheckText(b []byte) error {
+	if !utf8.Valid(b) {
+		return &Error{Offset: invalidUTF8At(b), Msg: "not valid UTF-8"}
+	}
+	if !json.Valid(b) {
+		return nil
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] == '"' {
+			end, err := checkString(b, i)
+			if err != nil {
+				return err
+			}
+			i = end
+		}
+	}
+	return nil
+}
+
 // invalidUTF8At returns the offset of the first invalid UTF-8 sequence of b.
 func invalidUTF8At(b []byte) int {
 	for i := 0; i < len(b); {
