@@ -46,7 +46,10 @@ func (m *Machine) onLoaded(e Loaded) error {
 		m.beginStop(RunCancelled, m.cancelWhy)
 		return nil
 	case e.Status == RunPaused:
+		// Paused before a restart: stay paused, and say so on the run, which the restart's
+		// start marked running.
 		m.paused = true
+		m.emit(SetRunStatus{Status: RunPaused})
 	case m.paused: // paused before it loaded
 		m.emit(SetRunStatus{Status: RunPaused})
 	}
