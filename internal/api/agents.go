@@ -160,7 +160,7 @@ func (s *server) agentSnapshot(r *http.Request, bodyTenant string) (*messages.Ex
 		return nil, err
 	}
 	if err := agents.ValidateTenant(snap.TenantId); err != nil {
-		return nil, badRequest("api: %v", err)
+		return nil, badRequest("api: %s", plain(err))
 	}
 	if err := s.requireActiveTenant(r, snap.TenantId); err != nil {
 		return nil, err
@@ -227,7 +227,7 @@ func agentError(err error) error {
 	switch {
 	case errors.Is(err, agents.ErrInvalidAgentID), errors.Is(err, agents.ErrInvalidTopic), errors.Is(err, agents.ErrInvalidTenant),
 		errors.Is(err, agents.ErrNoTenant):
-		return badRequest("api: %v", err)
+		return badRequest("api: %s", plain(err))
 	case errors.Is(err, actors.ErrAgentsStopped):
 		return &httpError{status: http.StatusServiceUnavailable, code: httpapi.CodeAgentsUnavailable, msg: "api: " + err.Error()}
 	}

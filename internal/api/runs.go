@@ -193,7 +193,7 @@ func (s *server) listRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	if f.TenantID != "" {
 		if err := tenancy.ValidateTenantID(f.TenantID); err != nil {
-			s.fail(w, r, badRequest("api: %v", err))
+			s.fail(w, r, badRequest("api: %s", plain(err)))
 			return
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -301,7 +302,7 @@ func decodeJSON(r *http.Request, v any, allowEmpty bool) error {
 		return &requestError{msg: "api: read body: " + err.Error()}
 	}
 	if err := jsonvalid.CheckText(body); err != nil {
-		return &requestError{msg: "api: malformed json: " + err.Error()}
+		return &requestError{msg: textProblem(body, err)}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -328,6 +329,32 @@ func decodeJSON(r *http.Request, v any, allowEmpty bool) error {
 	}
 	return nil
 }
+
+// textProblem words err, body's CheckText failure, naming the top-level field that holds it
+// (its offset then counts from the field's value), as the input's own check does.
+func textProblem(body []byte, err error) string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) == nil {
+		names := make([]string, 0, len(fields))
+		for k := range fields {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			if ferr := jsonvalid.CheckText(fields[k]); ferr != nil {
+				return "api: " + k + ": " + ferr.Error()
+			}
+		}
+	}
+	return "api: malformed json: " + err.Error()
+}
+
+// plainWords drops the package names that the messages of the packages below the API carry.
+var plainWords = strings.NewReplacer("agents: invalid tenant: tenancy: invalid tenant_id", "invalid tenant_id",
+	"tenancy: invalid", "invalid", "agents: ", "")
+
+// plain is err's message in the API's words, without package names.
+func plain(err error) string { return plainWords.Replace(err.Error()) }
 
 // jsonProblem says what is wrong with a request body in the API's terms: a value of the wrong
 // type names the JSON field and the kind of value expected, not the Go type behind it.

@@ -64,7 +64,7 @@ func queryTime(r *http.Request, name string) (*time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
-		return nil, badRequest("api: %s must be an RFC 3339 time: %v", name, err)
+		return nil, badRequest("api: %s must be an RFC 3339 time such as 2026-12-02T15:04:05Z, got %q", name, v)
 	}
 	t = t.UTC()
 	return &t, nil

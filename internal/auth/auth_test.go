@@ -10,6 +10,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,6 +64,13 @@ func TestVerifier_Verify_hs256(t *testing.T) {
 		return m
 	}
 	none := signMap(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, full)
+	critTok := jwt.NewWithClaims(jwt.SigningMethodHS256, full)
+	critTok.Header["crit"] = []string{"exp"}
+	crit, err := critTok.SignedString(testSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rolesText := jwt.MapClaims{"tenant_id": "acme", "org_id": "o", "sub": "s", "roles": "admin", "exp": exp}
 	hs512 := signMap(t, jwt.SigningMethodHS512, testSecret, full)
 
 	tests := []struct {
@@ -84,6 +92,8 @@ func TestVerifier_Verify_hs256(t *testing.T) {
 		{"missing sub", signMap(t, jwt.SigningMethodHS256, testSecret, without("sub")), ErrMissingClaim},
 		{"missing roles", signMap(t, jwt.SigningMethodHS256, testSecret, without("roles")), ErrMissingClaim},
 		{"missing exp", signMap(t, jwt.SigningMethodHS256, testSecret, without("exp")), ErrMissingClaim},
+		{"critical header parameters", crit, ErrInvalidToken},
+		{"roles not an array", signMap(t, jwt.SigningMethodHS256, testSecret, rolesText), ErrInvalidToken},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -91,6 +101,9 @@ func TestVerifier_Verify_hs256(t *testing.T) {
 			if tt.want != nil {
 				if !errors.Is(err, tt.want) {
 					t.Fatalf("Verify err = %v, want %v", err, tt.want)
+				}
+				if strings.Contains(err.Error(), "Go struct") || strings.Contains(err.Error(), "tokenClaims") {
+					t.Fatalf("Verify err = %v names Go types", err)
 				}
 				return
 			}

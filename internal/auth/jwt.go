@@ -6,10 +6,12 @@ import (
 	"crypto/elliptic"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -120,14 +122,38 @@ func LoadVerifier(secretFile, publicKeyFile string, opts ...Option) (Verifier, e
 	}
 }
 
+// errCritical refuses a token whose header has crit: dair knows no critical parameter.
+var errCritical = errors.New("the header names critical parameters (crit), which dair does not support")
+
+// claimKind names the JSON value of a claim of kind k.
+func claimKind(k reflect.Kind) string {
+	switch k {
+	case reflect.Slice:
+		return "an array of strings"
+	case reflect.String, reflect.Pointer:
+		return "a string"
+	case reflect.Struct:
+		return "a number"
+	}
+	return "another value"
+}
+
 // Verify implements Verifier. Beyond the signature and algorithm it refuses a token that has
 // expired, is not yet valid (nbf) or was issued in the future (iat), each with a 5 s leeway;
 // whose exp, iat or nbf is not an integer JSON number; and, when the verifier checks them,
 // whose aud does not contain the audience or whose iss differs from the issuer.
 func (v *jwtVerifier) Verify(token string) (*Claims, error) {
 	var tc tokenClaims
-	_, err := jwt.ParseWithClaims(token, &tc, func(*jwt.Token) (any, error) { return v.key, nil }, v.parserOptions()...)
+	_, err := jwt.ParseWithClaims(token, &tc, func(t *jwt.Token) (any, error) {
+		if _, ok := t.Header["crit"]; ok { // RFC 7515 4.1.11: unknown critical parameters refuse the token
+			return nil, errCritical
+		}
+		return v.key, nil
+	}, v.parserOptions()...)
+	var te *json.UnmarshalTypeError
 	switch {
+	case errors.As(err, &te):
+		return nil, fmt.Errorf("%w: claim %q: want %s, got %s", ErrInvalidToken, te.Field, claimKind(te.Type.Kind()), te.Value)
 	case errors.Is(err, jwt.ErrTokenExpired):
 		return nil, fmt.Errorf("%w: %v", ErrTokenExpired, err)
 	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing) && tc.ExpiresAt == nil:

@@ -85,6 +85,12 @@ func (s Scope) data() (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: decode input: %w", ErrRender, err)
 	}
+	if input == nil {
+		// No input is an empty object to templates: {{ index .input "name" }} yields nothing
+		// (index of a nil interface is an error), {{ .input.name }} is a missing field, and
+		// {{ json .input }} is still null.
+		input = map[string]any(nil)
+	}
 	steps := make(map[string]any, len(s.Steps))
 	for id, out := range s.Steps {
 		v, err := decodeRaw(out)

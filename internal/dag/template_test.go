@@ -146,3 +146,15 @@ func TestRenderWith_missingFieldNamed(t *testing.T) {
 		})
 	}
 }
+
+// With no input, index yields nothing (as with any object that lacks the key) and the input
+// itself is still null.
+func TestRenderWith_noInput(t *testing.T) {
+	got, err := RenderWith(map[string]any{"i": `hello {{ index .input "name" }}`, "raw": "{{ .input }}", "j": "{{ json .input }}"}, Scope{})
+	require.NoError(t, err)
+	require.Equal(t, "hello <no value>", got["i"])
+	require.Equal(t, "null", got["j"])
+	b, err := json.Marshal(got["raw"])
+	require.NoError(t, err)
+	require.Equal(t, "null", string(b))
+}
