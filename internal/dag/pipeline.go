@@ -2,6 +2,7 @@ package dag
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -222,11 +223,23 @@ func (r *rawPipeline) pipeline() (*Pipeline, error) {
 	return p, nil
 }
 
-// parseDuration accepts a Go duration string; nil (absent) is zero.
+// parseDuration accepts a Go duration string; nil (absent) and the number 0 are zero.
 func parseDuration(v any) (time.Duration, error) {
 	switch d := v.(type) {
 	case nil:
 		return 0, nil
+	case int:
+		if d == 0 {
+			return 0, nil
+		}
+	case float64:
+		if d == 0 {
+			return 0, nil
+		}
+	case json.Number:
+		if f, err := d.Float64(); err == nil && f == 0 {
+			return 0, nil
+		}
 	case string:
 		if d == "" {
 			return 0, nil
@@ -236,7 +249,6 @@ func parseDuration(v any) (time.Duration, error) {
 			return 0, fmt.Errorf("want a duration such as \"10s\": %w", err)
 		}
 		return out, nil
-	default:
-		return 0, fmt.Errorf("want a duration string such as \"10s\", got %v", v)
 	}
+	return 0, fmt.Errorf("want a duration string such as \"10s\", got %v", v)
 }

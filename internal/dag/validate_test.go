@@ -327,3 +327,17 @@ func TestValidate_goPipeline(t *testing.T) {
 		})
 	}
 }
+
+// A duration of the number 0 is zero, as "0s" is, in YAML and JSON; other numbers are refused
+// (TestLoad_Validate_rules).
+func TestLoad_zeroDurationNumber(t *testing.T) {
+	for _, doc := range []string{
+		"key: k\nsteps:\n  - {id: a, uses: echo, timeout: 0, retry: {backoff: 0, max_backoff: 0}}\n",
+		`{"key":"k","steps":[{"id":"a","uses":"echo","timeout":0,"retry":{"backoff":0}}]}`,
+	} {
+		p, err := Load([]byte(doc), knownHandlers)
+		require.NoError(t, err, doc)
+		require.Zero(t, p.Steps[0].Timeout)
+		require.Zero(t, p.Steps[0].Retry.Backoff)
+	}
+}
