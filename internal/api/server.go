@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"reflect"
 	"sort"
 	"strconv"
@@ -153,7 +155,49 @@ func New(cfg Config) http.Handler {
 		}
 		s.writeError(w, http.StatusNotFound, httpapi.CodeNotFound, fmt.Sprintf("api: no route for %s %s", r.Method, r.URL.Path))
 	})
-	return s.recover(s.limitBody(mux))
+	return s.recover(s.guardOrigin(s.limitBody(mux)))
+}
+
+// guardOrigin, with auth none (every caller is an admin), refuses what a web page the
+// operator visits could send: a request from another origin (its Origin header names another
+// host than the request's: a form or a fetch without preflight would otherwise submit, cancel
+// or suspend) and a request for a host name other than localhost (DNS rebinding: a name the
+// attacker points at 127.0.0.1 makes the page same-origin). IP addresses and localhost pass;
+// clients that are not browsers send no Origin. With tokens on, a page cannot attach one.
+func (s *server) guardOrigin(next http.Handler) http.Handler {
+	if s.cfg.Auth != nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !loopbackOrIPHost(r.Host) {
+			s.writeError(w, http.StatusForbidden, httpapi.CodeForbidden, fmt.Sprintf(
+				"api: with auth none the API answers requests for localhost or an IP address only, not %q (a guard against DNS rebinding; turn auth on to serve a name)", r.Host))
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, r.Host) {
+			s.writeError(w, http.StatusForbidden, httpapi.CodeForbidden, fmt.Sprintf(
+				"api: with auth none a request from another origin (%q) is refused", o))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopbackOrIPHost reports whether host (a Host header, port optional) is localhost or an IP
+// address.
+func loopbackOrIPHost(host string) bool {
+	h := host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		h = hh
+	}
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	return h == "" || strings.EqualFold(h, "localhost") || net.ParseIP(h) != nil
+}
+
+// sameOrigin reports whether origin (an Origin header) names host (host[:port]).
+func sameOrigin(origin, host string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && strings.EqualFold(u.Host, host)
 }
 
 // allowedMethods returns the methods of the routes of mux that r's path has under another
