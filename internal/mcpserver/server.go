@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -197,10 +198,12 @@ func (s *service) client(req *mcp.CallToolRequest) *client.Client {
 	return c
 }
 
-// RunStdio serves New(cfg) over stdin/stdout until the client disconnects or ctx ends. It
-// blocks; the caller must not write to stdout meanwhile.
+// RunStdio serves New(cfg) over stdin/stdout until the client disconnects or ctx ends. A
+// line that is not a JSON-RPC message gets an error answer and the session goes on; at the
+// end of stdin the requests read before it are answered first (stdioGuard). It blocks; the
+// caller must not write to stdout meanwhile.
 func RunStdio(ctx context.Context, cfg Config) error {
-	if err := New(cfg).Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
+	if err := serveGuarded(ctx, New(cfg), os.Stdin, os.Stdout); err != nil && ctx.Err() == nil {
 		return fmt.Errorf("mcpserver: serve stdio: %w", err)
 	}
 	return nil
