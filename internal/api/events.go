@@ -90,11 +90,28 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, runID string, af
 	var finalSince time.Time
 	bp := eventBufs.Get().(*[]byte)
 	defer putEventBuf(bp)
-	read, first := true, true
+	read, first, storeDown := true, true, false
 	for {
-		var entries []*messages.LedgerEntry
-		if entries, read, ok = s.nextEntries(ctx, tail, runID, after, read); !ok {
+		var (
+			entries []*messages.LedgerEntry
+			err     error
+		)
+		entries, read, err = s.nextEntries(ctx, tail, runID, after, read)
+		switch {
+		case ctx.Err() != nil:
 			return
+		case err != nil:
+			// The store is unreachable: the stream stays open and reads again at the next
+			// poll (a stream that ended here, cleanly, read as a run that had finished).
+			if !storeDown {
+				s.log.Warn("api: read ledger for stream", zap.String("shared_run_id", runID), zap.Error(err))
+				if _, werr := fmt.Fprint(w, ": store unavailable, retrying\n\n"); werr != nil || !flush() {
+					return
+				}
+				storeDown, first = true, false
+			}
+		default:
+			storeDown = false
 		}
 		terminal := false
 		buf := (*bp)[:0]
@@ -195,21 +212,15 @@ func (st *streamTimer) stop() { st.t.Stop() }
 // nextEntries returns the entries after `after` a stream writes next: those tail handed over,
 // unless asked to read (read) or they do not follow on from after, in which case it reads the
 // store (fromStore). ok is false when the store read failed (logged unless ctx ended).
-func (s *server) nextEntries(ctx context.Context, tail *actors.Tail, runID string, after int64, read bool) (entries []*messages.LedgerEntry, fromStore, ok bool) {
+func (s *server) nextEntries(ctx context.Context, tail *actors.Tail, runID string, after int64, read bool) (entries []*messages.LedgerEntry, fromStore bool, err error) {
 	if !read {
 		got, complete := tail.Take()
 		if next, follows := following(got, after); complete && follows {
-			return next, false, true
+			return next, false, nil
 		}
 	}
-	entries, err := s.node.Store().ReadLedger(ctx, runID, after, 0)
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Warn("api: read ledger for stream", zap.String("shared_run_id", runID), zap.Error(err))
-		}
-		return nil, true, false
-	}
-	return entries, true, true
+	entries, err = s.node.Store().ReadLedger(ctx, runID, after, 0)
+	return entries, true, err
 }
 
 // following returns the entries of got with Seq > after, in Seq order, and whether they are

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/api"
 	"github.com/dairuntime/dair/internal/store/boltstore"
+	"github.com/dairuntime/dair/messages"
 	"github.com/dairuntime/dair/testkit"
 )
 
@@ -149,4 +151,58 @@ func TestServer_submitWhileStopping(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, code, "%+v", eb)
 	require.Equal(t, httpapi.CodeNodeStopping, eb.Error.Code)
 	require.NotEmpty(t, retry)
+}
+
+// TestServer_events_streamOutlivesAStoreOutage: an event stream whose store goes away stays
+// open (it says so in a comment) and goes on to the run's terminal event once the store is
+// back; it used to end cleanly, without one, as if the run had finished.
+func TestServer_events_streamOutlivesAStoreOutage(t *testing.T) {
+	testkit.RequireRedis(t)
+	r := testkit.StartRedis(t, testkit.RedisOptions{AOF: true, AppendFsync: "always"})
+	n := testkit.StartNode(t, testkit.NodeOptions{Backend: testkit.BackendRedis, Redis: r})
+	srv := httptest.NewServer(api.New(api.Config{Node: n, SSEPoll: 50 * time.Millisecond}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, err := n.PutPipeline(ctx, []byte(slowSteps))
+	require.NoError(t, err)
+	run, err := n.Submit(ctx, actors.SubmitRequest{Pipeline: "slow", Snapshot: &messages.ExecutionContextSnapshot{TenantId: "acme"}})
+	require.NoError(t, err)
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/v1/runs/"+run.SharedRunId+"/events", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer closeBody(t, resp)
+	lines := make(chan string, 1024)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	var seen []string
+	next := func(what string, want func(string) bool) {
+		t.Helper()
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("the stream ended before %s; it sent:\n%s", what, strings.Join(seen, "\n"))
+				}
+				seen = append(seen, l)
+				if want(l) {
+					return
+				}
+			case <-ctx.Done():
+				t.Fatalf("no %s; the stream sent:\n%s", what, strings.Join(seen, "\n"))
+			}
+		}
+	}
+	next("first event", func(l string) bool { return strings.HasPrefix(l, "event: ") })
+	require.NoError(t, r.Kill())
+	next("word of the outage", func(l string) bool { return strings.HasPrefix(l, ": store unavailable") })
+	require.NoError(t, r.Restart())
+	next("the terminal event", func(l string) bool { return l == "event: "+messages.KindRunSucceeded })
 }
