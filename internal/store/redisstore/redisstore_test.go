@@ -436,3 +436,27 @@ func TestStore_Assign_entryWithoutShape(t *testing.T) {
 	require.NoError(t, st.PutInstance(ctx, d, time.Minute))
 	require.Equal(t, store.Assigned, assign("r2"), "published again: its shape is stored")
 }
+
+// TestStore_Lease_keyExpires: a lease's key lives as long as the lease plus a minute, so the
+// leases of past node incarnations do not stay in Redis forever; a renewal extends it.
+func TestStore_Lease_keyExpires(t *testing.T) {
+	r := sharedRedis(t)
+	ctx := context.Background()
+	prefix := fmt.Sprintf("t%d", prefixSeq.Add(1))
+	st, err := redisstore.Open(ctx, redisstore.Options{URL: r.URL(), Prefix: prefix, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, st.Close()) }()
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr()})
+	defer func() { _ = rdb.Close() }()
+	key := prefix + ":lease:alive/m1"
+	ok, err := st.AcquireLease(ctx, "alive/m1", "m1", 2*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ttl := rdb.PTTL(ctx, key).Val()
+	require.Greater(t, ttl, time.Minute, "key ttl")
+	require.LessOrEqual(t, ttl, time.Minute+2*time.Second, "key ttl")
+	ok, err = st.AcquireLease(ctx, "alive/m1", "m1", time.Hour)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Greater(t, rdb.PTTL(ctx, key).Val(), time.Hour, "renewed key ttl")
+}

@@ -411,11 +411,15 @@ return out
 `)
 
 // scriptAcquireLease takes or renews a lease.
-// KEYS[1] lease hash. ARGV[1] holder, ARGV[2] now, ARGV[3] deadline. Returns 1 held, 0 taken.
+// KEYS[1] lease hash. ARGV[1] holder, ARGV[2] now, ARGV[3] deadline, ARGV[4] the key's time to
+// live in ms (the lease's plus a margin: a lapsed lease is free whether or not its key is
+// there, and each node incarnation's leases would otherwise stay forever). Returns 1 held, 0
+// taken.
 var scriptAcquireLease = redis.NewScript(`
 local cur = redis.call('HMGET', KEYS[1], 'holder', 'deadline')
 if cur[1] and cur[1] ~= ARGV[1] and tonumber(cur[2]) > tonumber(ARGV[2]) then return 0 end
 redis.call('HSET', KEYS[1], 'holder', ARGV[1], 'deadline', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1
 `)
 

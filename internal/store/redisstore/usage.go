@@ -109,13 +109,16 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 		return false, fmt.Errorf("redisstore: acquire lease %s: empty holder", name)
 	}
 	res, err := s.runScript(ctx, "acquire lease "+name, scriptAcquireLease,
-		[]string{s.leaseKey(name)}, holder, s.nowMicros(), s.deadline(ttl))
+		[]string{s.leaseKey(name)}, holder, s.nowMicros(), s.deadline(ttl), (ttl + leaseKeyMargin).Milliseconds())
 	if err != nil {
 		return false, err
 	}
 	n, _ := res.(int64)
 	return n == 1, nil
 }
+
+// leaseKeyMargin is how long a lease's key outlives the lease (scriptAcquireLease).
+const leaseKeyMargin = time.Minute
 
 // LeaseExpiry returns when name's lease lapses and its holder, or the zero time and "" when it
 // is free. See store.LeaseReader.
