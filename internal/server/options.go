@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dairuntime/dair/actors"
+	"github.com/dairuntime/dair/cluster"
 	"github.com/dairuntime/dair/internal/dag"
 	"github.com/dairuntime/dair/internal/logging"
 	"github.com/dairuntime/dair/internal/netaddr"
@@ -190,6 +191,10 @@ func (o Options) limits() dag.Limits { return dag.Limits{MaxSteps: o.MaxSteps} }
 // clustered reports whether the options ask for cluster membership.
 func (o Options) clustered() bool { return o.BindAddr != "" || len(o.Join) > 0 }
 
+// minLivenessTTL is the shortest liveness lease a node accepts: it renews it every quarter,
+// and a store round trip on a loaded machine takes milliseconds.
+const minLivenessTTL = 100 * time.Millisecond
+
 // Validate reports the first unusable option, wrapping ErrInvalidOptions. Zero fields are
 // checked as their defaults. It does no I/O.
 func (o Options) Validate() error {
@@ -264,6 +269,12 @@ func (o Options) Validate() error {
 	}
 	if o.ActorPort < 0 || o.ActorPort > 65535 {
 		return bad("actor port %d out of range", o.ActorPort)
+	}
+	if p := cluster.Profile(o.ClusterProfile); p != cluster.ProfileLAN && p != cluster.ProfileLocal {
+		return bad("unknown cluster profile %q (want %s or %s)", o.ClusterProfile, cluster.ProfileLAN, cluster.ProfileLocal)
+	}
+	if o.LivenessTTL < 0 || (o.LivenessTTL > 0 && o.LivenessTTL < minLivenessTTL) {
+		return bad("liveness ttl %s: want at least %s (0: the default)", o.LivenessTTL, minLivenessTTL)
 	}
 	if err := o.validateSecurity(); err != nil {
 		return bad("%v", err)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -30,6 +31,11 @@ func TestOptions_Validate_cases(t *testing.T) {
 		}, ""},
 		{"node public ip auth none refused", func(o *Options) { o.HTTPAddr = "0.0.0.0:8080" }, "not loopback"},
 		{"metrics auth without jwt", func(o *Options) { o.MetricsAuth = true }, "--metrics-auth needs --auth jwt"},
+		{"unknown cluster profile", func(o *Options) { o.ClusterProfile = "bogus" }, `unknown cluster profile "bogus" (want lan or local)`},
+		{"local cluster profile", func(o *Options) { o.ClusterProfile = "local" }, ""},
+		{"negative liveness ttl", func(o *Options) { o.LivenessTTL = -time.Second }, "liveness ttl -1s: want at least 100ms"},
+		{"tiny liveness ttl", func(o *Options) { o.LivenessTTL = time.Millisecond }, "want at least 100ms"},
+		{"liveness ttl", func(o *Options) { o.LivenessTTL = 4 * time.Second }, ""},
 		{"metrics auth with jwt", func(o *Options) { o.MetricsAuth, o.Auth, o.JWTSecretFile = true, AuthJWT, "secret" }, ""},
 		{"public bind without gossip key", func(o *Options) {
 			o.StoreURL, o.BindAddr = "redis://127.0.0.1:6379/0", "10.0.0.5:7946"
