@@ -32,7 +32,10 @@ type ScalerConfig struct {
 	// Provider is the default scale-out provider (after the request's hint). Default "local".
 	Provider string
 	// Cooldown keeps a failed request counting as pending, so a failing provider is not asked
-	// again by every pump cycle. Default 2s.
+	// again by every pump cycle. It doubles with each failure of the scope in the last
+	// failureWindow (up to Cooldown << maxBackoffShift), so a scope whose provider keeps
+	// failing is asked every few minutes, and its waiting runs' ledgers grow by three entries
+	// per attempt, not every two seconds forever. Default 2s.
 	Cooldown time.Duration
 	// LeaseTTL is how long the owner of a request holds it without renewal; it renews every
 	// third of it while it works, so a crashed owner blocks the request at most LeaseTTL.
@@ -99,22 +102,38 @@ func NewScaler(st ScalerStore, cfg ScalerConfig) (*Scaler, error) {
 	return &Scaler{st: st, cfg: cfg.withDefaults()}, nil
 }
 
-// Pending counts the unfinished scale-out requests of t's scope (a request that failed within
-// Cooldown still counts).
+// Backoff of failed requests (ScalerConfig.Cooldown).
+const (
+	failureWindow   = 15 * time.Minute
+	maxBackoffShift = 7 // 2s << 7: about 4 minutes
+)
+
+// Pending counts the unfinished scale-out requests of t's scope, and the scope's latest failed
+// request while it cools down: Cooldown doubled for each other failure of the scope within
+// failureWindow.
 func (s *Scaler) Pending(ctx context.Context, t *messages.TenantSettings) (int, error) {
 	reqs, err := s.st.ListScaleOuts(ctx, messages.ScaleOutPending, messages.ScaleOutProvisioning, messages.ScaleOutFailed)
 	if err != nil {
 		return 0, fmt.Errorf("list scale-outs: %w", err)
 	}
-	cooldown := s.cfg.Now().Add(-s.cfg.Cooldown).UnixNano()
-	n := 0
+	now := s.cfg.Now()
+	window := now.Add(-failureWindow).UnixNano()
+	n, failures, lastFailure := 0, 0, int64(0)
 	for _, r := range reqs {
-		if r.Status == messages.ScaleOutFailed && r.UpdatedAt < cooldown {
+		if !sameScope(r.Settings, t) {
 			continue
 		}
-		if sameScope(r.Settings, t) {
+		if r.Status != messages.ScaleOutFailed {
 			n++
+			continue
 		}
+		if r.UpdatedAt >= window {
+			failures++
+		}
+		lastFailure = max(lastFailure, r.UpdatedAt)
+	}
+	if failures > 0 && lastFailure >= now.Add(-s.cfg.Cooldown<<min(failures-1, maxBackoffShift)).UnixNano() {
+		n++
 	}
 	return n, nil
 }

@@ -1,11 +1,14 @@
 package controlplane_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dairuntime/dair/internal/controlplane"
+	"github.com/dairuntime/dair/internal/ledger"
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -80,4 +83,43 @@ func TestScaler_Pending_failedRequestCountsForItsCooldown(t *testing.T) {
 	other, err := p.scaler.Pending(ctx, dedicated("globex"))
 	require.NoError(t, err)
 	require.Zero(t, other, "another scope's request counted")
+}
+
+// TestScaler_Pending_backoff: the scope's latest failed request counts as pending for the
+// cooldown doubled once per other failure of the scope in the last 15 minutes, at most 2^7
+// times: one row per rule.
+func TestScaler_Pending_backoff(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		failures []time.Duration // before t0
+		at       time.Duration   // after t0
+		want     int
+	}{
+		{"one failure, within the cooldown", []time.Duration{0}, 500 * time.Millisecond, 1},
+		{"one failure, past the cooldown", []time.Duration{0}, 1500 * time.Millisecond, 0},
+		{"three failures: four cooldowns", []time.Duration{10 * time.Second, 5 * time.Second, 0}, 3 * time.Second, 1},
+		{"three failures, past four cooldowns", []time.Duration{10 * time.Second, 5 * time.Second, 0}, 5 * time.Second, 0},
+		{"a failure outside the window does not double", []time.Duration{20 * time.Minute, 0}, 1500 * time.Millisecond, 0},
+		{"twenty failures: capped at 128 cooldowns", make([]time.Duration, 20), 100 * time.Second, 1},
+		{"twenty failures, past the cap", make([]time.Duration, 20), 130 * time.Second, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			st := openStore(t)
+			now := t0.Add(tc.at)
+			sc, err := controlplane.NewScaler(st, controlplane.ScalerConfig{Holder: "cp-1", Router: &router{}, Ledger: ledger.NewWriter(st, ledger.WriterConfig{}),
+				Tenants: controlplane.NewTenants(st, controlplane.TenantsConfig{}), Group: group(t), Cooldown: time.Second,
+				Now: func() time.Time { return now }})
+			require.NoError(t, err)
+			for i, ago := range tc.failures {
+				at := t0.Add(-ago).UnixNano()
+				require.NoError(t, st.CreateScaleOut(ctx, &messages.ScaleOutRequest{RequestId: fmt.Sprintf("so-%d", i), Settings: dedicated("acme"),
+					Status: messages.ScaleOutFailed, CreatedAt: at, UpdatedAt: at}))
+			}
+			n, err := sc.Pending(ctx, dedicated("acme"))
+			require.NoError(t, err)
+			require.Equal(t, tc.want, n)
+		})
+	}
 }
