@@ -48,6 +48,7 @@ const (
 	ReasonAllVisibleCapacityBusy     = "all-visible-capacity-busy"
 	ReasonMaxRuntimeInstancesReached = "max-runtime-instances-reached"
 	ReasonScaleOutPending            = "scale-out-pending"
+	ReasonScaleOutFailing            = "scale-out-failing"
 	ReasonTenantSuspended            = "tenant-suspended"
 	ReasonMissingExecutionContext    = "missing-execution-context"
 	ReasonTenantSettingsMismatch     = "tenant-settings-mismatch"
@@ -71,6 +72,10 @@ type Input struct {
 	Reserved map[string]int
 	// PendingScaleOuts counts unfinished scale-out requests for the tenant's scope.
 	PendingScaleOuts int
+	// ScaleOutFailing reports that what PendingScaleOuts counts is the scope's last request,
+	// which failed and cools down before the next: a run that waits for it waits because the
+	// provider fails (ReasonScaleOutFailing), not for capacity on its way.
+	ScaleOutFailing bool
 	// Now is the decision time; heartbeats older than HeartbeatTimeout are stale.
 	Now time.Time
 	// HeartbeatTimeout defaults to DefaultHeartbeatTimeout when 0.
@@ -168,6 +173,9 @@ func Decide(in Input) Decision {
 	canGrow := scope+in.PendingScaleOuts < int(t.MaxRuntimeInstances)
 
 	d := decide(t, owned, shared, canGrow, anyVisible, in.PendingScaleOuts)
+	if d.Reason == ReasonScaleOutPending && in.ScaleOutFailing {
+		d.Reason = ReasonScaleOutFailing
+	}
 	if d.Kind == QueueGlobally && in.Contended {
 		d.Reason = ReasonFairShare
 	}

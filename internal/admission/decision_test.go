@@ -153,6 +153,8 @@ func TestDecide_rules(t *testing.T) {
 			Instances: []*messages.CapacityDescriptor{busy(ready("runtime-instance-1"))}}, QueueGlobally, "", ReasonMaxRuntimeInstancesReached, false},
 		{"5: pending scale-out fills scope", Input{Snapshot: snap("default"), Tenant: seedTenant("default"), PendingScaleOuts: 1},
 			QueueGlobally, "", ReasonScaleOutPending, false},
+		{"5: a failed scale-out cooling down fills scope, and says so", Input{Snapshot: snap("default"), Tenant: seedTenant("default"),
+			PendingScaleOuts: 1, ScaleOutFailing: true}, QueueGlobally, "", ReasonScaleOutFailing, false},
 		{"5: scope counts prefix, not global hosts", Input{Snapshot: snap("tenant-a"), Tenant: tweak(seedTenant("tenant-a"), func(s *messages.TenantSettings) { s.MaxRuntimeInstances = 1 }),
 			Instances: []*messages.CapacityDescriptor{ready("runtime-instance-1"), owned("tenant-b-runtime-1", hy, "tenant-b")}},
 			RequestScaleOut, "", ReasonNoTenantVisibleCapacity, false},

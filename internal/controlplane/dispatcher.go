@@ -288,11 +288,11 @@ func (d *Dispatcher) admit(ctx context.Context, run *messages.SharedRun, t *mess
 		dec := admission.Decide(in)
 		if dec.Kind == admission.RequestScaleOut && !pendingKnown {
 			// Pending scale-outs matter only when admission wants more capacity: read them then.
-			n, err := d.cfg.Scaler.Pending(ctx, t)
+			n, failing, err := d.cfg.Scaler.PendingOrFailing(ctx, t)
 			if err != nil {
 				return Requeue, err
 			}
-			in.PendingScaleOuts, pendingKnown = n, true
+			in.PendingScaleOuts, in.ScaleOutFailing, pendingKnown = n, failing, true
 			dec = admission.Decide(in)
 		}
 		admitted := admissionEntry(run, dec)

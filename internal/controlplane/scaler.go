@@ -112,13 +112,19 @@ const (
 // request while it cools down: Cooldown doubled for each other failure of the scope within
 // failureWindow.
 func (s *Scaler) Pending(ctx context.Context, t *messages.TenantSettings) (int, error) {
+	n, _, err := s.PendingOrFailing(ctx, t)
+	return n, err
+}
+
+// PendingOrFailing is Pending, and whether the count is the scope's cooling failure alone.
+func (s *Scaler) PendingOrFailing(ctx context.Context, t *messages.TenantSettings) (n int, failing bool, err error) {
 	reqs, err := s.st.ListScaleOuts(ctx, messages.ScaleOutPending, messages.ScaleOutProvisioning, messages.ScaleOutFailed)
 	if err != nil {
-		return 0, fmt.Errorf("list scale-outs: %w", err)
+		return 0, false, fmt.Errorf("list scale-outs: %w", err)
 	}
 	now := s.cfg.Now()
 	window := now.Add(-failureWindow).UnixNano()
-	n, failures, lastFailure := 0, 0, int64(0)
+	failures, lastFailure := 0, int64(0)
 	for _, r := range reqs {
 		if !sameScope(r.Settings, t) {
 			continue
@@ -134,8 +140,9 @@ func (s *Scaler) Pending(ctx context.Context, t *messages.TenantSettings) (int, 
 	}
 	if failures > 0 && lastFailure >= now.Add(-s.cfg.Cooldown<<min(failures-1, maxBackoffShift)).UnixNano() {
 		n++
+		failing = n == 1
 	}
-	return n, nil
+	return n, failing, nil
 }
 
 // Request stores a pending request for capacity in t's scope (runID and correlationID may be

@@ -117,9 +117,10 @@ func TestScaler_Pending_backoff(t *testing.T) {
 				require.NoError(t, st.CreateScaleOut(ctx, &messages.ScaleOutRequest{RequestId: fmt.Sprintf("so-%d", i), Settings: dedicated("acme"),
 					Status: messages.ScaleOutFailed, CreatedAt: at, UpdatedAt: at}))
 			}
-			n, err := sc.Pending(ctx, dedicated("acme"))
+			n, failing, err := sc.PendingOrFailing(ctx, dedicated("acme"))
 			require.NoError(t, err)
 			require.Equal(t, tc.want, n)
+			require.Equal(t, tc.want == 1, failing, "the count is the cooling failure")
 		})
 	}
 }
