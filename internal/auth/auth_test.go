@@ -93,6 +93,8 @@ func TestVerifier_Verify_hs256(t *testing.T) {
 		{"missing roles", signMap(t, jwt.SigningMethodHS256, testSecret, without("roles")), ErrMissingClaim},
 		{"missing exp", signMap(t, jwt.SigningMethodHS256, testSecret, without("exp")), ErrMissingClaim},
 		{"critical header parameters", crit, ErrInvalidToken},
+		{"exp that overflows", signMap(t, jwt.SigningMethodHS256, testSecret,
+			jwt.MapClaims{"tenant_id": "acme", "org_id": "o", "sub": "s", "roles": []string{"tenant"}, "exp": 1e30}), ErrInvalidToken},
 		{"roles not an array", signMap(t, jwt.SigningMethodHS256, testSecret, rolesText), ErrInvalidToken},
 	}
 	for _, tt := range tests {

@@ -155,6 +155,9 @@ func (v *jwtVerifier) Verify(token string) (*Claims, error) {
 	case errors.As(err, &te):
 		return nil, fmt.Errorf("%w: claim %q: want %s, got %s", ErrInvalidToken, te.Field, claimKind(te.Type.Kind()), te.Value)
 	case errors.Is(err, jwt.ErrTokenExpired):
+		if terr := checkTimeClaims(token); terr != nil {
+			return nil, terr // exp 1e30 overflows into the past: say what is wrong with it
+		}
 		return nil, fmt.Errorf("%w: %v", ErrTokenExpired, err)
 	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing) && tc.ExpiresAt == nil:
 		return nil, fmt.Errorf("%w: exp", ErrMissingClaim)
