@@ -119,8 +119,7 @@ func Parse(data []byte) (*Pipeline, error) {
 		raw *rawPipeline
 		err error
 	)
-	trimmed := bytes.TrimLeft(data, " \t\r\n")
-	if len(trimmed) > 0 && trimmed[0] == '{' {
+	if isJSONDocument(data) {
 		raw, err = decodeJSON(data)
 	} else {
 		raw, err = decodeYAML(data)
@@ -221,6 +220,13 @@ func (r *rawPipeline) pipeline() (*Pipeline, error) {
 		p.Steps = append(p.Steps, s)
 	}
 	return p, nil
+}
+
+// isJSONDocument reports whether data is decoded as JSON (its first non-space byte is '{');
+// anything else is YAML.
+func isJSONDocument(data []byte) bool {
+	t := bytes.TrimLeft(data, " \t\r\n")
+	return len(t) > 0 && t[0] == '{'
 }
 
 // parseDuration accepts a Go duration string; nil (absent) and the number 0 are zero.

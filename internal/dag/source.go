@@ -22,9 +22,8 @@ import (
 // runs when a pipeline is stored or checked, never when a stored version is loaded, so a
 // version stored before a rule existed stays readable. Errors match ErrInvalid.
 func CheckSource(src []byte) error {
-	format := "yaml"
-	if t := bytes.TrimLeft(src, " \t\r\n"); len(t) > 0 && t[0] == '{' {
-		format = "json"
+	if isJSONDocument(src) {
+		const format = "json"
 		if err := jsonvalid.CheckText(src); err != nil {
 			return &ParseError{Format: format, Msg: err.Error(), Err: err}
 		}

@@ -112,7 +112,7 @@ func detail(name string, err error) error {
 	return errors.New(strings.TrimPrefix(err.Error(), ErrInvalidArgument.Error()+": "+name+": "))
 }
 
-// isToken reports whether s is an HTTP token (a method's characters).
+// isToken reports whether s is an HTTP token (the characters of a method or a header name).
 func isToken(s string) bool {
 	return s != "" && !strings.ContainsFunc(s, func(r rune) bool {
 		return r <= ' ' || r >= 0x7f || strings.ContainsRune("\"(),/:;<=>?@[\\]{}", r)

@@ -156,9 +156,7 @@ func setHeaders(h http.Header, v any) error {
 // setHeader validates one header and sets it, so a bad header is a permanent input error
 // rather than a retryable transport error.
 func setHeader(h http.Header, k, v string) error {
-	if k == "" || strings.ContainsFunc(k, func(r rune) bool {
-		return r <= ' ' || r >= 0x7f || strings.ContainsRune("\"(),/:;<=>?@[\\]{}", r)
-	}) {
+	if !isToken(k) {
 		return invalid(NameHTTP, "invalid header name %q", k)
 	}
 	if strings.ContainsAny(v, "\r\n\x00") {
