@@ -23,21 +23,29 @@ test: ## run every test with the race detector, then the example module's (examp
 mutate: ## check that the tests outside internal/store catch deliberate fencing and exactly-once faults
 	$(GO) run ./internal/tools/mutate
 
-bench: ## run the Go benchmarks (about 5 minutes on 2 cores) and print their standard lines
-	$(GO) test -run '^$$' -bench 'BenchmarkRawLuaCommit|BenchmarkCommitSteps' -benchtime 20000x -timeout 5m ./internal/store/redisstore ./internal/store/boltstore
-	$(GO) test -run '^$$' -bench 'BenchmarkStepCommits' -benchtime 50000x -timeout 5m ./actors
-	$(GO) test -run '^$$' -bench 'BenchmarkRuns3Step' -benchtime 6000x -timeout 5m ./actors
-	$(GO) test -run '^$$' -bench 'BenchmarkSubmitToFirstStep' -benchtime 1000x -timeout 5m ./actors
-	$(GO) test -run '^$$' -bench 'BenchmarkFairShare' -benchtime 50x -timeout 5m ./actors
-	$(GO) test -run '^$$' -bench 'BenchmarkInFlightMemory' -benchtime 1x -timeout 8m ./actors
-	$(GO) test -run '^$$' -bench 'BenchmarkHTTPRuns3Step' -benchtime 3000x -timeout 5m ./internal/api
-	$(GO) test -run '^$$' -bench 'BenchmarkRunLatency' -benchtime 1000x -timeout 5m ./internal/api
-	$(GO) test -run '^$$' -bench 'BenchmarkClusterMessages' -benchtime 200000x -timeout 5m ./cluster
-	$(GO) test -run '^$$' -bench 'BenchmarkScaleOut|BenchmarkSSEFanout|BenchmarkClusterRecovery' -benchtime 1x -timeout 8m ./cmd/dair
-	$(GO) test -run '^$$' -bench 'BenchmarkSubmitToFirstStepCrossNode' -benchtime 500x -timeout 5m ./cmd/dair
-	$(GO) test -run '^$$' -bench 'BenchmarkDispatch' -benchtime 3000x -timeout 5m ./internal/runtimehost
-	$(GO) test -run '^$$' -bench 'BenchmarkAgentSend|BenchmarkRemotePingPong' -benchtime 200000x -timeout 5m ./actors
-	$(GO) test -run '^$$' -bench 'BenchmarkAgentPublish' -benchtime 200x -timeout 5m ./actors
+# bench1 runs the benchmarks matching $(1) for $(2) iterations in the packages $(4) within $(3),
+# noting a failure in the shell variable failed instead of stopping.
+define bench1
+echo "+ go test -bench '$(1)' $(4)"; $(GO) test -run '^$$' -bench '$(1)' -benchtime $(2) -timeout $(3) $(4) || failed="$$failed $(1)";
+endef
+
+bench: ## run the Go benchmarks (about 5 minutes on 2 cores) and print their standard lines; a failing one does not stop the rest
+	@failed=""; \
+	$(call bench1,BenchmarkRawLuaCommit|BenchmarkCommitSteps,20000x,5m,./internal/store/redisstore ./internal/store/boltstore) \
+	$(call bench1,BenchmarkStepCommits,50000x,5m,./actors) \
+	$(call bench1,BenchmarkRuns3Step,6000x,5m,./actors) \
+	$(call bench1,BenchmarkSubmitToFirstStep,1000x,5m,./actors) \
+	$(call bench1,BenchmarkFairShare,50x,5m,./actors) \
+	$(call bench1,BenchmarkInFlightMemory,1x,8m,./actors) \
+	$(call bench1,BenchmarkHTTPRuns3Step,3000x,5m,./internal/api) \
+	$(call bench1,BenchmarkRunLatency,1000x,5m,./internal/api) \
+	$(call bench1,BenchmarkClusterMessages,200000x,5m,./cluster) \
+	$(call bench1,BenchmarkScaleOut|BenchmarkSSEFanout|BenchmarkClusterRecovery,1x,8m,./cmd/dair) \
+	$(call bench1,BenchmarkSubmitToFirstStepCrossNode,500x,5m,./cmd/dair) \
+	$(call bench1,BenchmarkDispatch,3000x,5m,./internal/runtimehost) \
+	$(call bench1,BenchmarkAgentSend|BenchmarkRemotePingPong,200000x,5m,./actors) \
+	$(call bench1,BenchmarkAgentPublish,200x,5m,./actors) \
+	if [ -n "$$failed" ]; then echo "make bench: failed:$$failed"; exit 1; fi
 
 proto: ## regenerate messages/*.pb.go (needs protoc)
 	@command -v protoc-gen-go >/dev/null 2>&1 || $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
