@@ -117,15 +117,10 @@ func (r *Recoverer) Round(ctx context.Context, repair bool) error {
 	}()
 	// The runs of lost instances first: they are what a member loss waits for.
 	r.recoverLost(ctx, lost, "runtime-instance-lost")
-	var mu sync.Mutex // guards suspects
-	suspects := map[string]*Suspicion{}
-	eachRun(held, func(run *messages.SharedRun) {
-		if s := r.checkHeld(ctx, run); s != nil {
-			mu.Lock()
-			suspects[run.SharedRunId] = s
-			mu.Unlock()
-		}
-	})
+	suspects, err := r.checkHeld(ctx, held)
+	if err != nil {
+		return err
+	}
 	r.mu.Lock()
 	r.suspects = suspects // runs no longer suspect (or gone) are forgotten
 	r.mu.Unlock()
@@ -140,7 +135,7 @@ func (r *Recoverer) Round(ctx context.Context, repair bool) error {
 const roundParallelism = 16
 
 // eachRun calls fn for every run, roundParallelism at a time, and returns when all returned.
-func eachRun(runs []*messages.SharedRun, fn func(*messages.SharedRun)) {
+func eachRun[T any](runs []T, fn func(T)) {
 	sem := make(chan struct{}, roundParallelism)
 	var wg sync.WaitGroup
 	for _, run := range runs {
@@ -154,12 +149,88 @@ func eachRun(runs []*messages.SharedRun, fn func(*messages.SharedRun)) {
 	wg.Wait()
 }
 
-// checkHeld recovers a run on a live instance whose dispatch never arrived, or whose
-// execution the instance no longer has; it returns the run's suspicion to keep for the next
-// round (nil: none).
-func (r *Recoverer) checkHeld(ctx context.Context, run *messages.SharedRun) *Suspicion {
-	if run.Status == messages.RunDispatched {
-		moved, err := r.recoverLostDispatch(ctx, run)
+// heldRun is an active run on a live instance with what a round judged of it.
+type heldRun struct {
+	run          *messages.SharedRun
+	dispatchLost bool // marked dispatched, and its instance never extended its hold
+	verdict      OrphanVerdict
+	suspicion    *Suspicion
+}
+
+// checkHeld recovers the runs on live instances whose dispatch never arrived, or whose
+// execution their instance no longer has, and returns the suspicions to keep for the next
+// round. The holds of all of them are read first, a store round trip per instance and
+// holdsBatch runs: a round judges every run but calls the store again only for those it
+// recovers, so a node with 100,000 sleeping runs does not make 100,000 calls a second.
+func (r *Recoverer) checkHeld(ctx context.Context, held []*messages.SharedRun) (map[string]*Suspicion, error) {
+	holds, err := r.holds(ctx, held)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	prevs := r.suspects
+	r.mu.Unlock()
+	now, rules := time.Now(), r.orphanRules()
+	suspects := map[string]*Suspicion{}
+	var act []heldRun
+	for _, run := range held {
+		until := holds[run.SharedRunId]
+		h := heldRun{run: run, dispatchLost: r.dispatchLost(now, run, until)}
+		// The hold is stamped by the store's clock (wall time), not by the node's.
+		h.verdict, h.suspicion = JudgeOrphan(now, Hold{Until: until}, prevs[run.SharedRunId], rules)
+		switch {
+		case h.dispatchLost || h.verdict == OrphanLost:
+			act = append(act, h)
+		case h.suspicion != nil:
+			suspects[run.SharedRunId] = h.suspicion
+		}
+	}
+	var mu sync.Mutex // guards suspects
+	eachRun(act, func(h heldRun) {
+		if s := r.recoverHeld(ctx, h); s != nil {
+			mu.Lock()
+			suspects[h.run.SharedRunId] = s
+			mu.Unlock()
+		}
+	})
+	return suspects, nil
+}
+
+// holdsBatch is how many runs' holds one store call reads.
+const holdsBatch = 1000
+
+// holds returns the live hold of each run on its assigned instance (absent: none).
+func (r *Recoverer) holds(ctx context.Context, runs []*messages.SharedRun) (map[string]time.Time, error) {
+	byInstance := map[string][]string{}
+	for _, run := range runs {
+		byInstance[run.AssignedRuntimeInstanceId] = append(byInstance[run.AssignedRuntimeInstanceId], run.SharedRunId)
+	}
+	out := make(map[string]time.Time, len(runs))
+	for inst, ids := range byInstance {
+		for len(ids) > 0 {
+			n := min(len(ids), holdsBatch)
+			until, err := r.st.ReservationExpiries(ctx, inst, ids[:n])
+			if err != nil {
+				return nil, fmt.Errorf("read holds: %w", err)
+			}
+			for i, u := range until {
+				if !u.IsZero() {
+					out[ids[i]] = u
+				}
+			}
+			ids = ids[n:]
+		}
+	}
+	return out, nil
+}
+
+// recoverHeld acts on what checkHeld judged of h: a lost dispatch is requeued; a run left
+// without execution is fenced and requeued. It returns the run's suspicion to keep (nil:
+// none).
+func (r *Recoverer) recoverHeld(ctx context.Context, h heldRun) *Suspicion {
+	run := h.run
+	if h.dispatchLost {
+		moved, err := r.requeueLostDispatch(ctx, run)
 		if err != nil {
 			r.cfg.Log.Warn("recover lost dispatch", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
 		}
@@ -167,42 +238,22 @@ func (r *Recoverer) checkHeld(ctx context.Context, run *messages.SharedRun) *Sus
 			return nil
 		}
 	}
-	s, err := r.recoverOrphan(ctx, run)
-	if err != nil {
+	if h.verdict != OrphanLost {
+		return h.suspicion
+	}
+	r.cfg.Log.Warn("no execution of the run is alive on its instance; recovering it", zap.String("tenant_id", run.TenantId),
+		zap.String("shared_run_id", run.SharedRunId), zap.String("runtime_instance_id", run.AssignedRuntimeInstanceId),
+		zap.String("execution_id", run.ExecutionId), zap.String("status", run.Status))
+	if err := r.RecoverRun(ctx, run, "execution-lost"); err != nil {
 		r.cfg.Log.Warn("recover lost execution", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
 	}
-	return s
+	return nil
 }
 
 // orphanRules are the timings of JudgeOrphan for this recoverer's heartbeat and hold TTL.
 func (r *Recoverer) orphanRules() OrphanRules {
 	return OrphanRules{TTL: r.cfg.ReservationTTL, Stale: 2*r.cfg.HeartbeatInterval + lostDispatchSlack,
 		Confirm: r.cfg.HeartbeatInterval + lostDispatchSlack}
-}
-
-// recoverOrphan recovers an active run on a live instance that no longer has it: no execution
-// of the run is alive anywhere (it stopped without its run being moved, or the instance id now
-// names another incarnation's instance). The instance extends the hold of every run it has at
-// each heartbeat; a hold left stale over two rounds (see JudgeOrphan) fences the execution
-// (same ExecutionId, next epoch) and requeues the run, ledger "recovery" with reason
-// "execution-lost". It returns the run's suspicion to keep for the next round.
-func (r *Recoverer) recoverOrphan(ctx context.Context, run *messages.SharedRun) (*Suspicion, error) {
-	until, err := r.st.ReservationExpiry(ctx, run.AssignedRuntimeInstanceId, run.SharedRunId)
-	if err != nil {
-		return nil, err
-	}
-	r.mu.Lock()
-	prev := r.suspects[run.SharedRunId]
-	r.mu.Unlock()
-	// The hold is stamped by the store's clock (wall time), not by the node's.
-	verdict, s := JudgeOrphan(time.Now(), Hold{Until: until}, prev, r.orphanRules())
-	if verdict != OrphanLost {
-		return s, nil
-	}
-	r.cfg.Log.Warn("no execution of the run is alive on its instance; recovering it", zap.String("tenant_id", run.TenantId),
-		zap.String("shared_run_id", run.SharedRunId), zap.String("runtime_instance_id", run.AssignedRuntimeInstanceId),
-		zap.String("execution_id", run.ExecutionId), zap.String("status", run.Status))
-	return nil, r.RecoverRun(ctx, run, "execution-lost")
 }
 
 // liveInstances returns the ids of the registry's serving instances, dropping the entries an
@@ -321,26 +372,36 @@ const lostDispatchSlack = 500 * time.Millisecond
 // gets the dispatch late will not start it (the run is no longer assigned to it), so nothing
 // runs twice.
 func (r *Recoverer) RecoverLostDispatch(ctx context.Context, run *messages.SharedRun) error {
-	_, err := r.recoverLostDispatch(ctx, run)
+	until, err := r.st.ReservationExpiries(ctx, run.AssignedRuntimeInstanceId, []string{run.SharedRunId})
+	if err != nil {
+		return err
+	}
+	if !r.dispatchLost(time.Now(), run, until[0]) {
+		return nil
+	}
+	_, err = r.requeueLostDispatch(ctx, run)
 	return err
 }
 
-// recoverLostDispatch is RecoverLostDispatch; it also reports whether the run was requeued.
-func (r *Recoverer) recoverLostDispatch(ctx context.Context, run *messages.SharedRun) (bool, error) {
-	// UpdatedAt and the reservation are stamped by the store's clock (wall time), not by the
-	// node's (which tests may move by hours).
+// dispatchLost reports whether run, as listed, is marked dispatched to an instance that never
+// extended the hold its pump took (until: the hold's expiry, zero when none), two heartbeats
+// after the mark. UpdatedAt and the hold are stamped by the store's clock (wall time), not by
+// the node's (which tests may move by hours). It is pure.
+func (r *Recoverer) dispatchLost(now time.Time, run *messages.SharedRun, until time.Time) bool {
+	if run.Status != messages.RunDispatched {
+		return false
+	}
 	dispatched := time.Unix(0, run.UpdatedAt)
-	if time.Since(dispatched) < 2*r.cfg.HeartbeatInterval+lostDispatchSlack {
-		return false, nil
+	if now.Sub(dispatched) < 2*r.cfg.HeartbeatInterval+lostDispatchSlack {
+		return false
 	}
+	return !until.After(dispatched.Add(r.cfg.ReservationTTL + lostDispatchSlack)) // else the instance has it
+}
+
+// requeueLostDispatch requeues run, judged dispatchLost, if it is still dispatched as listed;
+// it reports whether the run moved.
+func (r *Recoverer) requeueLostDispatch(ctx context.Context, run *messages.SharedRun) (bool, error) {
 	inst := run.AssignedRuntimeInstanceId
-	until, err := r.st.ReservationExpiry(ctx, inst, run.SharedRunId)
-	if err != nil {
-		return false, err
-	}
-	if until.After(dispatched.Add(r.cfg.ReservationTTL + lostDispatchSlack)) {
-		return false, nil // the instance has it
-	}
 	moved, err := r.requeueFrom(ctx, run.SharedRunId, inst, func(x *messages.SharedRun) bool {
 		if x.Status != messages.RunDispatched || x.Attempts != run.Attempts {
 			return false

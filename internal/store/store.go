@@ -182,11 +182,12 @@ type Reservations interface {
 	ReleaseReservation(ctx context.Context, instanceID, runID string) error
 	// ReservationCount returns the number of live holds on instanceID.
 	ReservationCount(ctx context.Context, instanceID string) (int, error)
-	// ReservationExpiry returns when runID's live hold on instanceID lapses, or the zero time
-	// when it holds none. An instance refreshes the hold of every run it has (on receipt and
-	// at each heartbeat), so a dispatched run whose hold was never extended past what its pump
-	// reserved was never received: the pump died between marking it and delivering it.
-	ReservationExpiry(ctx context.Context, instanceID, runID string) (time.Time, error)
+	// ReservationExpiries returns, for each of runIDs, when its live hold on instanceID lapses,
+	// or the zero time when it holds none, in one store round trip. An instance refreshes the
+	// hold of every run it has (on receipt and at each heartbeat), so a dispatched run whose
+	// hold was never extended past what its pump reserved was never received: the pump died
+	// between marking it and delivering it.
+	ReservationExpiries(ctx context.Context, instanceID string, runIDs []string) ([]time.Time, error)
 }
 
 // StepCommit is one fenced step write, optionally with ledger entries appended atomically.

@@ -197,17 +197,23 @@ func releaseHold(tx *bolt.Tx, instanceID, runID string) error {
 	return tx.Bucket(bReservations).Delete(key(instanceID, runID))
 }
 
-// ReservationExpiry returns when runID's live hold on instanceID lapses (zero: none).
-func (s *Store) ReservationExpiry(ctx context.Context, instanceID, runID string) (time.Time, error) {
-	var until time.Time
+// ReservationExpiries returns when each of runIDs' live hold on instanceID lapses (zero: none),
+// in one read transaction.
+func (s *Store) ReservationExpiries(ctx context.Context, instanceID string, runIDs []string) ([]time.Time, error) {
+	out := make([]time.Time, len(runIDs))
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		v := tx.Bucket(bReservations).Get(key(instanceID, runID))
-		if len(v) >= 8 && decodeTime(v) > s.nowNanos() {
-			until = time.Unix(0, decodeTime(v))
+		b, now := tx.Bucket(bReservations), s.nowNanos()
+		for i, id := range runIDs {
+			if v := b.Get(key(instanceID, id)); len(v) >= 8 && decodeTime(v) > now {
+				out[i] = time.Unix(0, decodeTime(v))
+			}
 		}
 		return nil
 	})
-	return until, wrap("reservation", instanceID+"/"+runID, err)
+	if err != nil {
+		return nil, wrap("reservations", instanceID, err)
+	}
+	return out, nil
 }
 
 // ReservationCount returns the number of live holds on instanceID.

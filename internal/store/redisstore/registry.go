@@ -169,19 +169,27 @@ func (s *Store) ReleaseReservation(ctx context.Context, instanceID, runID string
 	return err
 }
 
-// ReservationExpiry returns when runID's live hold on instanceID lapses (zero: none).
-func (s *Store) ReservationExpiry(ctx context.Context, instanceID, runID string) (time.Time, error) {
+// ReservationExpiries returns when each of runIDs' live hold on instanceID lapses (zero: none),
+// with one ZMSCORE.
+func (s *Store) ReservationExpiries(ctx context.Context, instanceID string, runIDs []string) ([]time.Time, error) {
 	if err := s.check(); err != nil {
-		return time.Time{}, fmt.Errorf("redisstore: reservation %s/%s: %w", instanceID, runID, err)
+		return nil, fmt.Errorf("redisstore: reservations of %s: %w", instanceID, err)
 	}
-	until, err := s.rdb.ZScore(ctx, s.resvKey(instanceID), runID).Result()
-	if errors.Is(err, redis.Nil) || (err == nil && int64(until) <= s.nowMicros()) {
-		return time.Time{}, nil
+	out := make([]time.Time, len(runIDs))
+	if len(runIDs) == 0 {
+		return out, nil
 	}
+	scores, err := s.rdb.ZMScore(ctx, s.resvKey(instanceID), runIDs...).Result()
 	if err != nil {
-		return time.Time{}, fmt.Errorf("redisstore: reservation %s/%s: %w", instanceID, runID, err)
+		return nil, fmt.Errorf("redisstore: reservations of %s: %w", instanceID, err)
 	}
-	return time.UnixMicro(int64(until)), nil
+	now := s.nowMicros()
+	for i, until := range scores {
+		if int64(until) > now { // a missing member reads 0
+			out[i] = time.UnixMicro(int64(until))
+		}
+	}
+	return out, nil
 }
 
 // ReservationCount returns the number of live holds on instanceID.

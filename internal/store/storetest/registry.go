@@ -20,6 +20,7 @@ var registryTests = []contractTest{
 var reservationTests = []contractTest{
 	{"Reserve_limit", testReserveLimit},
 	{"Reserve_expiry", testReserveExpiry},
+	{"ReservationExpiries_many", testReservationExpiriesMany},
 	{"Reserve_concurrent", testReserveConcurrent},
 	{"RefreshReservations_extends", testRefreshReservations},
 }
@@ -139,16 +140,15 @@ func testReserveLimit(t *testing.T, e *env) {
 
 func reservationHeld(t *testing.T, e *env, inst, runID string) bool {
 	t.Helper()
-	until, err := e.st.ReservationExpiry(e.ctx, inst, runID)
-	noErr(t, err)
-	return !until.IsZero()
+	return !reservationExpiry(t, e, inst, runID).IsZero()
 }
 
 func reservationExpiry(t *testing.T, e *env, inst, runID string) time.Time {
 	t.Helper()
-	until, err := e.st.ReservationExpiry(e.ctx, inst, runID)
+	until, err := e.st.ReservationExpiries(e.ctx, inst, []string{runID})
 	noErr(t, err)
-	return until
+	equal(t, "expiries of one run", len(until), 1)
+	return until[0]
 }
 
 func testReserveExpiry(t *testing.T, e *env) {
@@ -169,6 +169,29 @@ func testReserveExpiry(t *testing.T, e *env) {
 	equal(t, "r2 refreshed lapses", reservationExpiry(t, e, "i1", "r2").Sub(e.clock.Now()).Round(time.Millisecond), 10*time.Second)
 	e.clock.Advance(8 * time.Second)
 	equal(t, "r3 while r2 refreshed", reserve(t, e, "i1", "r3", 1, 10*time.Second), false)
+}
+
+// testReservationExpiries_many: one call answers for many runs, in their order: a live hold's
+// expiry, zero for a lapsed hold, a hold on another instance and a run never reserved; no runs
+// is an empty answer.
+func testReservationExpiriesMany(t *testing.T, e *env) {
+	equal(t, "r1", reserve(t, e, "i1", "r1", 10, 10*time.Second), true)
+	equal(t, "r2", reserve(t, e, "i1", "r2", 10, 2*time.Second), true)
+	equal(t, "r3", reserve(t, e, "i1", "r3", 10, 30*time.Second), true)
+	equal(t, "r4 elsewhere", reserve(t, e, "i2", "r4", 10, 10*time.Second), true)
+	e.clock.Advance(3 * time.Second) // r2 lapsed
+	got, err := e.st.ReservationExpiries(e.ctx, "i1", []string{"r3", "r2", "r4", "never", "r1"})
+	noErr(t, err)
+	equal(t, "answers", len(got), 5)
+	left := func(i int) time.Duration { return got[i].Sub(e.clock.Now()).Round(time.Millisecond) }
+	equal(t, "r3 lapses", left(0), 27*time.Second)
+	equal(t, "r2 lapsed", got[1].IsZero(), true)
+	equal(t, "r4 is held on i2 only", got[2].IsZero(), true)
+	equal(t, "never reserved", got[3].IsZero(), true)
+	equal(t, "r1 lapses", left(4), 7*time.Second)
+	none, err := e.st.ReservationExpiries(e.ctx, "i1", nil)
+	noErr(t, err)
+	equal(t, "no runs", len(none), 0)
 }
 
 func testReserveConcurrent(t *testing.T, e *env) {
