@@ -324,3 +324,38 @@ func TestQuota_maxQueuedRuns_concurrentSubmits(t *testing.T) {
 		})
 	}
 }
+
+// TestUsage_runsEndedBeforeAnExecutionAreMetered: a run that ends without ever running, cancelled
+// while queued or failed by its tenant's suspension, has its one `run` usage event, as a run
+// that ran does (usage counts every run that ended).
+func TestUsage_runsEndedBeforeAnExecutionAreMetered(t *testing.T) {
+	for _, b := range testkit.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			ctx := context.Background()
+			n := startPool(t, b, 2, &starts{}, &messages.TenantSettings{TenantId: "metered"})
+			pausePool(t, n, true)
+			var runs []*messages.SharedRun
+			for range 3 {
+				r, err := n.Submit(ctx, actors.SubmitRequest{Pipeline: "short", Snapshot: tenantSnap("metered")})
+				require.NoError(t, err)
+				runs = append(runs, r)
+			}
+			cancelled, err := n.ControlRun(ctx, runs[0].SharedRunId, messages.OpCancelRun)
+			require.NoError(t, err)
+			require.Equal(t, messages.RunCancelled, cancelled.Status)
+			_, err = n.SetSuspended(ctx, "metered", true)
+			require.NoError(t, err)
+			for _, r := range runs[1:] {
+				testkit.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool {
+					got, err := n.GetRun(ctx, r.SharedRunId)
+					return err == nil && got.Status == messages.RunFailed
+				}, "run %s failed by the suspension", r.SharedRunId)
+			}
+			for _, r := range runs {
+				steps, metered := usageOf(t, n, "metered", r.SharedRunId)
+				require.Equal(t, 1, metered, "run events of %s", r.SharedRunId)
+				require.Empty(t, steps, "step events of %s", r.SharedRunId)
+			}
+		})
+	}
+}

@@ -79,21 +79,27 @@ func byRun(entries []*messages.LedgerEntry, fn func(run string, group []*message
 
 // FinishRun updates run id with fn and, when fn reports that it changed the run, appends entry
 // to the run's ledger in the same store write (a terminal status never exists without its
-// terminal entry). It returns the stored run and whether fn changed it. fn may be called more
-// than once.
+// terminal entry). A change that ends the run also stores its `run` usage event in that write
+// (RunUsage), so a run that ends before any execution does (cancelled while queued, failed by
+// a suspension) is metered like one that ran. It returns the stored run and whether fn changed
+// it. fn may be called more than once.
 func (w *Writer) FinishRun(ctx context.Context, id string, entry *messages.LedgerEntry, fn func(r *messages.SharedRun) bool) (*messages.SharedRun, bool, error) {
 	return w.FinishRunMetered(ctx, id, entry, nil, fn)
 }
 
-// FinishRunMetered is FinishRun that also stores usage (when not nil) in the same store write
-// as entry: the run is metered exactly when its terminal write lands, once whatever the number
-// of finishers or retries.
+// FinishRunMetered is FinishRun that stores usage (when not nil) as the run's usage event in
+// the same store write as entry: the run is metered exactly when its terminal write lands,
+// once whatever the number of finishers or retries.
 func (w *Writer) FinishRunMetered(ctx context.Context, id string, entry *messages.LedgerEntry, usage *messages.UsageEvent, fn func(r *messages.SharedRun) bool) (*messages.SharedRun, bool, error) {
 	changed := false
 	run, appended, err := w.st.UpdateRunAndMeter(ctx, id, func(r *messages.SharedRun) (*messages.LedgerEntry, *messages.UsageEvent, error) {
+		ended := messages.IsTerminalRun(r.Status)
 		changed = fn(r)
-		if !changed {
+		switch {
+		case !changed:
 			return nil, nil, nil
+		case usage == nil && !ended && messages.IsTerminalRun(r.Status):
+			return entry, RunUsage(r), nil
 		}
 		return entry, usage, nil
 	})
@@ -140,4 +146,13 @@ func (w *Writer) RecordAsync(ctx context.Context, entries ...*messages.LedgerEnt
 			w.appendDirect(ctx, group)
 		}
 	})
+}
+
+// RunUsage is the `run` usage event of run r's end (the store sets its At).
+func RunUsage(r *messages.SharedRun) *messages.UsageEvent {
+	tenant := r.GetSnapshot().GetTenantId()
+	if tenant == "" {
+		tenant = r.TenantId
+	}
+	return &messages.UsageEvent{Kind: "run", TenantId: tenant, SharedRunId: r.SharedRunId, ExecutionId: r.ExecutionId}
 }
