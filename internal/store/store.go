@@ -8,6 +8,7 @@ package store
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -317,6 +318,27 @@ type UsageFilter struct {
 	TenantID string
 	From, To time.Time // zero means unbounded
 }
+
+// Nanos returns f's window [from, to) in Unix nanoseconds, the unit of UsageEvent.At. A zero
+// bound, or one past what int64 nanoseconds hold (before 1677-09-21 or after 2262-04-11, such
+// as 9999-12-31), is no bound: math.MinInt64 or math.MaxInt64 (time.UnixNano is undefined
+// there, and wrapped round to an empty window).
+func (f UsageFilter) Nanos() (from, to int64) {
+	from, to = math.MinInt64, math.MaxInt64
+	if !f.From.IsZero() && f.From.After(minNanosTime) {
+		from = f.From.UnixNano()
+	}
+	if !f.To.IsZero() && f.To.Before(maxNanosTime) {
+		to = f.To.UnixNano()
+	}
+	return from, to
+}
+
+// The times int64 Unix nanoseconds can hold.
+var (
+	minNanosTime = time.Unix(0, math.MinInt64)
+	maxNanosTime = time.Unix(0, math.MaxInt64)
+)
 
 // Usage stores metering events. Steps and runs are metered by the writes that commit them
 // (StepCommit.Usage, UpdateRunAndMeter), never by a separate call.

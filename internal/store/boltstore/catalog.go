@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
@@ -263,15 +264,16 @@ func (s *Store) ListUsage(ctx context.Context, f store.UsageFilter) ([]*messages
 	out := []*messages.UsageEvent{}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bUsage).Cursor()
+		fromNs, toNs := f.Nanos()
 		var k, v []byte
-		if f.From.IsZero() {
+		if fromNs == math.MinInt64 {
 			k, v = c.First()
 		} else {
-			k, v = c.Seek(orderedTime(f.From.UnixNano()))
+			k, v = c.Seek(orderedTime(fromNs))
 		}
 		var to []byte
-		if !f.To.IsZero() {
-			to = orderedTime(f.To.UnixNano())
+		if toNs != math.MaxInt64 {
+			to = orderedTime(toNs)
 		}
 		for ; k != nil && (to == nil || bytes.Compare(k[:8], to) < 0); k, v = c.Next() {
 			e := &messages.UsageEvent{}

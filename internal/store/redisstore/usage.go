@@ -83,16 +83,14 @@ func (s *Store) ListUsage(ctx context.Context, f store.UsageFilter) ([]*messages
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("redisstore: list usage: %w", err)
 	}
+	fromNs, toNs := f.Nanos()
 	for _, c := range cmds {
 		for _, b := range c.Val() {
 			e := &messages.UsageEvent{}
 			if err := unmarshal("usage event", []byte(b), e); err != nil {
 				return nil, err
 			}
-			if !f.From.IsZero() && e.At < f.From.UnixNano() {
-				continue
-			}
-			if !f.To.IsZero() && e.At >= f.To.UnixNano() {
+			if e.At < fromNs || e.At >= toNs {
 				continue
 			}
 			out = append(out, e)

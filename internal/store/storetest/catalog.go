@@ -161,6 +161,11 @@ func testUsage(t *testing.T, e *env) {
 		{"from", store.UsageFilter{TenantID: "t1", From: epoch.Add(2 * time.Second)}, []string{"t1/s3", "t1/s5"}},
 		{"otherTenant", store.UsageFilter{TenantID: "t2"}, []string{"t2/s1"}},
 		{"none", store.UsageFilter{TenantID: "t3"}, []string{}},
+		// Bounds past what int64 nanoseconds hold are no bounds (a "to the end of time" query).
+		{"farBounds", store.UsageFilter{TenantID: "t1", From: time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC),
+			To: time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)}, []string{"t1/s1", "t1/s3", "t1/s5"}},
+		{"farTo", store.UsageFilter{TenantID: "t1", From: epoch.Add(2 * time.Second), To: time.Date(2262, 4, 12, 0, 0, 0, 0, time.UTC)},
+			[]string{"t1/s3", "t1/s5"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
