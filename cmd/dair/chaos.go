@@ -58,7 +58,7 @@ func newChaosCmd(a *app) *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "number of `dair node` processes")
+	fs.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "number of dair node processes")
 	fs.IntVar(&cfg.Runs, "runs", cfg.Runs, "number of runs submitted over the fault window")
 	fs.StringVar(&faults, "faults", "kill,pause,redis-restart,partition", "faults to inject: kill, pause, redis-restart, partition (comma-separated), or none")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "fault window (runs are submitted over its first 80%)")

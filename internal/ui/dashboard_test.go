@@ -63,6 +63,11 @@ func TestDashboard_pages(t *testing.T) {
 	p.waitFor("the divergence report", `document.querySelector('.verdict[data-diverged="true"]') &&
 		document.querySelector('#replay-result table').innerText.includes('output differs from the record')`)
 
+	// A malformed percent-escape in the address is an error on the page, not a blank page.
+	p.goTo("#/runs/%ZZ")
+	p.waitFor("the bad address error", `(() => { const e = document.querySelector('#main .error[data-status="400"]');
+		return e && e.innerText.includes('bad address'); })()`)
+
 	// Filters.
 	p.goTo("#/runs?tenant=acme&pipeline=fan")
 	p.waitFor("the run under its filters", fmt.Sprintf(`document.querySelector('tr[data-run-id=%q][data-status="succeeded"]')`, id))

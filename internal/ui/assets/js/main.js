@@ -44,7 +44,14 @@ async function route() {
     return;
   }
   const m = path.match(r.re);
-  const view = {main, path, query, params: r.params ? r.params(m) : {}, signal: ctl.signal};
+  let params = {};
+  try {
+    params = r.params ? r.params(m) : {};
+  } catch (e) { // a malformed percent-escape (#/runs/%ZZ): decodeURIComponent throws URIError
+    main.append(errorBox({status: 400, code: 'bad_request', message: `bad address #${path}: ${e.message}`}));
+    return;
+  }
+  const view = {main, path, query, params, signal: ctl.signal};
   main.setAttribute('data-page', r.nav);
   main.setAttribute('aria-busy', 'true');
   try {
