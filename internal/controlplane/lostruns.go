@@ -87,37 +87,46 @@ func (r *Recoverer) recoverMember(ctx context.Context, member string) error {
 		return err
 	}
 	start := time.Now()
-	lost, _, err := r.activeRuns(ctx)
-	if err != nil {
-		return err
-	}
-	r.recoverLost(ctx, lost, "runtime-instance-lost")
-	r.cfg.Log.Debug("member recovery", zap.String("member", member), zap.Int("lost", len(lost)), zap.Duration("took", time.Since(start)))
-	return nil
+	lost := 0
+	err = r.eachActivePage(ctx, func(onLost, _ []*messages.SharedRun) error {
+		lost += len(onLost)
+		r.recoverLost(ctx, onLost, "runtime-instance-lost")
+		return nil
+	})
+	r.cfg.Log.Debug("member recovery", zap.String("member", member), zap.Int("lost", lost), zap.Duration("took", time.Since(start)))
+	return err
 }
 
-// activeRuns lists the active runs (dispatched, running, paused) in one pass, then the live
-// instances, and splits the runs by PlaceRun: on an instance that is not live, and on a live
-// one. The registry is read after the runs, so a run assigned to an instance that registered
-// meanwhile (a new instance reusing a lost one's id, say) is seen with its instance live.
-func (r *Recoverer) activeRuns(ctx context.Context) (lost, held []*messages.SharedRun, err error) {
-	runs, err := r.st.ListRuns(ctx, store.RunFilter{Statuses: activeStatuses, Limit: 100000})
-	if err != nil {
-		return nil, nil, fmt.Errorf("list active runs: %w", err)
-	}
-	live, err := r.liveInstances(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, run := range runs {
-		switch PlaceRun(run, live) {
-		case RunOnLost:
-			lost = append(lost, run)
-		case RunOnLive:
-			held = append(held, run)
+// activePage is how many active runs recovery reads and judges at a time: a round goes
+// through every active run, however many, holding a page of them.
+const activePage = 1000
+
+// eachActivePage goes through the active runs (dispatched, running, paused) a page at a time
+// (store.ScanRuns): it reads the live instances after each page and calls fn with the page's
+// runs split by PlaceRun, on an instance that is not live and on a live one. The registry is
+// read after the runs, so a run assigned to an instance that registered meanwhile (a new
+// instance reusing a lost one's id, say) is seen with its instance live.
+func (r *Recoverer) eachActivePage(ctx context.Context, fn func(lost, held []*messages.SharedRun) error) error {
+	err := r.st.ScanRuns(ctx, store.RunFilter{Statuses: activeStatuses}, activePage, func(runs []*messages.SharedRun) error {
+		live, err := r.liveInstances(ctx)
+		if err != nil {
+			return err
 		}
+		var lost, held []*messages.SharedRun
+		for _, run := range runs {
+			switch PlaceRun(run, live) {
+			case RunOnLost:
+				lost = append(lost, run)
+			case RunOnLive:
+				held = append(held, run)
+			}
+		}
+		return fn(lost, held)
+	})
+	if err != nil {
+		return fmt.Errorf("active runs: %w", err)
 	}
-	return lost, held, nil
+	return nil
 }
 
 // recoverLost fences and requeues runs found on lost instances, skipping those another call

@@ -108,16 +108,19 @@ func (r *Recoverer) Round(ctx context.Context, repair bool) error {
 	if !ok {
 		return nil
 	}
-	lost, held, err := r.activeRuns(ctx)
-	if err != nil {
+	lost, held := 0, 0
+	suspects := map[string]*Suspicion{}
+	err = r.eachActivePage(ctx, func(onLost, onLive []*messages.SharedRun) error {
+		lost, held = lost+len(onLost), held+len(onLive)
+		// The runs of lost instances first: they are what a member loss waits for.
+		r.recoverLost(ctx, onLost, "runtime-instance-lost")
+		s, err := r.checkHeld(ctx, onLive)
+		for id, x := range s {
+			suspects[id] = x
+		}
 		return err
-	}
-	defer func() {
-		r.cfg.Log.Debug("recovery round", zap.Int("lost", len(lost)), zap.Int("held", len(held)), zap.Duration("took", time.Since(start)))
-	}()
-	// The runs of lost instances first: they are what a member loss waits for.
-	r.recoverLost(ctx, lost, "runtime-instance-lost")
-	suspects, err := r.checkHeld(ctx, held)
+	})
+	r.cfg.Log.Debug("recovery round", zap.Int("lost", lost), zap.Int("held", held), zap.Duration("took", time.Since(start)))
 	if err != nil {
 		return err
 	}
@@ -422,30 +425,34 @@ func (r *Recoverer) requeueLostDispatch(ctx context.Context, run *messages.Share
 // Repair re-enqueues queued runs (Enqueue is a no-op for items already queued) and requeues
 // runs parked for a scale-out request that has already finished.
 func (r *Recoverer) Repair(ctx context.Context) error {
-	queued, err := r.st.ListRuns(ctx, store.RunFilter{Status: messages.RunQueued, Limit: 100000})
+	err := r.st.ScanRuns(ctx, store.RunFilter{Status: messages.RunQueued}, activePage, func(queued []*messages.SharedRun) error {
+		for _, run := range queued {
+			if err := r.st.Enqueue(ctx, run.SharedRunId); err != nil {
+				return fmt.Errorf("enqueue %s: %w", run.SharedRunId, err)
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("list queued runs: %w", err)
+		return fmt.Errorf("repair queued runs: %w", err)
 	}
-	for _, run := range queued {
-		if err := r.st.Enqueue(ctx, run.SharedRunId); err != nil {
-			return fmt.Errorf("enqueue %s: %w", run.SharedRunId, err)
+	err = r.st.ScanRuns(ctx, store.RunFilter{Status: messages.RunScaleOutRequested}, activePage, func(parked []*messages.SharedRun) error {
+		for _, run := range parked {
+			req, err := r.st.GetScaleOut(ctx, run.ScaleOutRequestId)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			if req != nil && (req.Status == messages.ScaleOutPending || req.Status == messages.ScaleOutProvisioning) {
+				continue
+			}
+			if _, err := unpark(ctx, r.st, run.SharedRunId); err != nil {
+				return err
+			}
 		}
-	}
-	parked, err := r.st.ListRuns(ctx, store.RunFilter{Status: messages.RunScaleOutRequested, Limit: 100000})
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("list parked runs: %w", err)
-	}
-	for _, run := range parked {
-		req, err := r.st.GetScaleOut(ctx, run.ScaleOutRequestId)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-		if req != nil && (req.Status == messages.ScaleOutPending || req.Status == messages.ScaleOutProvisioning) {
-			continue
-		}
-		if _, err := unpark(ctx, r.st, run.SharedRunId); err != nil {
-			return err
-		}
+		return fmt.Errorf("repair parked runs: %w", err)
 	}
 	return nil
 }

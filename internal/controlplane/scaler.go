@@ -310,34 +310,36 @@ func (s *Scaler) renewLease(lease string) (stop func()) {
 // RequeueScope makes the runs parked for scale-out in t's scope (or on request requestID)
 // queued again, records kind with reason on each, and returns how many it requeued.
 func (s *Scaler) RequeueScope(ctx context.Context, t *messages.TenantSettings, requestID, kind, reason string) (int, error) {
-	runs, err := s.st.ListRuns(ctx, store.RunFilter{Status: messages.RunScaleOutRequested, Limit: 100000})
-	if err != nil {
-		return 0, fmt.Errorf("list parked runs: %w", err)
-	}
 	n := 0
-	for _, r := range runs {
-		rt, err := s.cfg.Tenants.Get(ctx, r.GetSnapshot().GetTenantId())
-		if err != nil {
-			return n, err
-		}
-		if !sameScope(rt, t) && r.ScaleOutRequestId != requestID {
-			continue
-		}
-		moved, err := unpark(ctx, s.st, r.SharedRunId)
-		if err != nil || !moved {
+	err := s.st.ScanRuns(ctx, store.RunFilter{Status: messages.RunScaleOutRequested}, activePage, func(runs []*messages.SharedRun) error {
+		for _, r := range runs {
+			rt, err := s.cfg.Tenants.Get(ctx, r.GetSnapshot().GetTenantId())
 			if err != nil {
-				return n, err
+				return err
 			}
-			continue
+			if !sameScope(rt, t) && r.ScaleOutRequestId != requestID {
+				continue
+			}
+			moved, err := unpark(ctx, s.st, r.SharedRunId)
+			if err != nil {
+				return err
+			}
+			if !moved {
+				continue
+			}
+			s.cfg.Ledger.Record(ctx, &messages.LedgerEntry{Kind: kind, SharedRunId: r.SharedRunId, ExecutionId: r.ExecutionId,
+				TenantId: r.GetSnapshot().GetTenantId(), Reason: reason, Data: jsonOrNil(map[string]any{"request_id": requestID})})
+			n++
 		}
-		s.cfg.Ledger.Record(ctx, &messages.LedgerEntry{Kind: kind, SharedRunId: r.SharedRunId, ExecutionId: r.ExecutionId,
-			TenantId: r.GetSnapshot().GetTenantId(), Reason: reason, Data: jsonOrNil(map[string]any{"request_id": requestID})})
-		n++
+		return nil
+	})
+	if err != nil {
+		err = fmt.Errorf("requeue parked runs: %w", err)
 	}
 	if n > 0 && s.cfg.OnRequeued != nil {
 		s.cfg.OnRequeued()
 	}
-	return n, nil
+	return n, err
 }
 
 // unparkStore is what unpark writes.

@@ -127,6 +127,12 @@ type Runs interface {
 	UpdateRunAndMeter(ctx context.Context, id string, fn func(*messages.SharedRun) (*messages.LedgerEntry, *messages.UsageEvent, error)) (*messages.SharedRun, *messages.LedgerEntry, error)
 	// ListRuns returns runs newest first.
 	ListRuns(ctx context.Context, f RunFilter) ([]*messages.SharedRun, error)
+	// ScanRuns calls fn with every run matching f (f.Limit is ignored), in pages of at most
+	// page runs and in no particular order, so that a caller can go through more runs than
+	// it could hold at once (recovery's rounds over every active run). A run that matches
+	// for the whole scan is passed at least once (Redis may pass one twice); one written
+	// meanwhile may or may not be. An error of fn ends the scan and is returned.
+	ScanRuns(ctx context.Context, f RunFilter, page int, fn func([]*messages.SharedRun) error) error
 }
 
 // Claim is one shared-queue item held by a pump until Ack or until its visibility times out.

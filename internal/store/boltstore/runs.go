@@ -255,6 +255,63 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*messages.Sh
 	return out, nil
 }
 
+// ScanRuns passes fn the runs matching f, page at a time, newest first. Each page is read in
+// a read transaction of its own, closed before fn runs (fn may write to the store), and the
+// next one resumes after the last index key read.
+func (s *Store) ScanRuns(ctx context.Context, f store.RunFilter, page int, fn func([]*messages.SharedRun) error) error {
+	page = max(page, 1)
+	index := bRunsCreated
+	if f.LiveOnly() {
+		index = bRunsLive
+	}
+	var after []byte
+	for {
+		var runs []*messages.SharedRun
+		done := true
+		err := s.view(ctx, func(tx *bolt.Tx) error {
+			all := tx.Bucket(bRuns)
+			c := tx.Bucket(index).Cursor()
+			k, _ := c.First()
+			if after != nil {
+				if k, _ = c.Seek(after); k != nil && bytes.Equal(k, after) {
+					k, _ = c.Next()
+				}
+			}
+			for read := 0; k != nil; k, _ = c.Next() {
+				if read == page {
+					done = false
+					return nil
+				}
+				read++
+				after = append(after[:0], k...)
+				v := all.Get(k[8:])
+				if v == nil {
+					continue
+				}
+				r := &messages.SharedRun{}
+				if err := proto.Unmarshal(v, r); err != nil {
+					return fmt.Errorf("decode run %s: %w", k[8:], err)
+				}
+				if (f.TenantID == "" || r.GetTenantId() == f.TenantID) && f.MatchesStatus(r.GetStatus()) {
+					runs = append(runs, r)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return wrap("scan runs", "", err)
+		}
+		if len(runs) > 0 {
+			if err := fn(runs); err != nil {
+				return err
+			}
+		}
+		if done {
+			return nil
+		}
+	}
+}
+
 // indexLive keeps the live-runs index in step with a write of r whose creation key was oldIdx
 // (nil for a new run): r is listed there while it is not final.
 func indexLive(tx *bolt.Tx, oldIdx []byte, r *messages.SharedRun) error {

@@ -319,6 +319,77 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*messages.Sh
 	return matched, nil
 }
 
+// ScanRuns passes fn the runs matching f, page at a time, by ZSCAN over the index ListRuns
+// would read (ZSCAN returns every member present for the whole scan, possibly twice).
+func (s *Store) ScanRuns(ctx context.Context, f store.RunFilter, page int, fn func([]*messages.SharedRun) error) error {
+	if err := s.check(); err != nil {
+		return fmt.Errorf("redisstore: scan runs: %w", err)
+	}
+	page = max(page, 1)
+	index := s.runsIndex()
+	switch {
+	case f.LiveOnly():
+		index = s.liveIndex()
+	case f.TenantID != "":
+		index = s.tenantRunsIndex(f.TenantID)
+	}
+	var cursor uint64
+	for {
+		kv, next, err := s.rdb.ZScan(ctx, index, cursor, "", int64(page)).Result()
+		if err != nil {
+			return fmt.Errorf("redisstore: scan runs: %w", err)
+		}
+		// kv alternates member and score; a small set comes whole, whatever the count.
+		for len(kv) > 0 {
+			n := min(len(kv)/2, page)
+			runs, err := s.readRuns(ctx, kv[:2*n], f)
+			if err != nil {
+				return err
+			}
+			if len(runs) > 0 {
+				if err := fn(runs); err != nil {
+					return err
+				}
+			}
+			kv = kv[2*n:]
+		}
+		if cursor = next; cursor == 0 {
+			return nil
+		}
+	}
+}
+
+// readRuns reads the runs named by the members of kv (member, score pairs) in one round trip
+// and returns those matching f.
+func (s *Store) readRuns(ctx context.Context, kv []string, f store.RunFilter) ([]*messages.SharedRun, error) {
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, 0, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		cmds = append(cmds, pipe.HGet(ctx, s.runKey(kv[i]), "pb"))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		return nil, fmt.Errorf("redisstore: scan runs: %w", err)
+	}
+	out := make([]*messages.SharedRun, 0, len(cmds))
+	for _, c := range cmds {
+		pb, err := c.Bytes()
+		if err == redis.Nil {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: scan runs: %w", err)
+		}
+		r := &messages.SharedRun{}
+		if err := unmarshal("run", pb, r); err != nil {
+			return nil, err
+		}
+		if f.MatchesStatus(r.Status) && (f.TenantID == "" || r.TenantId == f.TenantID) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
 // buildLiveIndex indexes the runs that are not final once per key space (marked by
 // liveruns:built): a store written before the index existed gets it at its first Open. A
 // run written meanwhile is indexed by its own write; one that ends meanwhile may stay listed,

@@ -25,6 +25,7 @@ var runTests = []contractTest{
 	{"UpdateRunAndAppend_fnError", testUpdateRunAndAppendFnError},
 	{"UpdateRunAndAppend_concurrent", testUpdateRunAndAppendConcurrent},
 	{"ListRuns_orderAndFilter", testListRunsOrderAndFilter},
+	{"ScanRuns_pages", testScanRunsPages},
 }
 
 func run(id, tenant string) *messages.SharedRun {
@@ -313,4 +314,86 @@ func testListRunsOrderAndFilter(t *testing.T, e *env) {
 	got, err := e.st.ListRuns(e.ctx, store.RunFilter{Status: messages.RunRunning})
 	noErr(t, err)
 	equalIDs(t, "running after update", ids(got, runID), []string{"r3", "r0"})
+}
+
+// testScanRunsPages: ScanRuns passes every matching run, in pages of at most the page size,
+// more runs than one Redis ZSCAN reply holds; fn may write to the store while the scan goes on
+// (it ends the runs it is passed: each is still passed once at least); fn's error ends the scan.
+func testScanRunsPages(t *testing.T, e *env) {
+	const count, page = 300, 7
+	want := map[string]map[string]bool{"live": {}, "t1": {}}
+	for i := range count {
+		r := run(fmt.Sprintf("r%03d", i), []string{"t1", "t2"}[i%2])
+		if i%3 == 0 {
+			r.Status = messages.RunRunning
+		}
+		if i%5 == 0 {
+			r.Status = messages.RunSucceeded
+		}
+		_, _, err := e.st.CreateRun(e.ctx, r)
+		noErr(t, err)
+		if i%5 != 0 {
+			want["live"][r.SharedRunId] = true
+		}
+		if r.TenantId == "t1" {
+			want["t1"][r.SharedRunId] = true
+		}
+		e.clock.Advance(time.Millisecond)
+	}
+	scan := func(name string, f store.RunFilter, each func(*messages.SharedRun)) map[string]bool {
+		t.Helper()
+		seen := map[string]bool{}
+		noErr(t, e.st.ScanRuns(e.ctx, f, page, func(runs []*messages.SharedRun) error {
+			if len(runs) == 0 || len(runs) > page {
+				t.Fatalf("%s: a page of %d runs (page size %d)", name, len(runs), page)
+			}
+			for _, r := range runs {
+				seen[r.SharedRunId] = true
+				if each != nil {
+					each(r)
+				}
+			}
+			return nil
+		}))
+		return seen
+	}
+	live := store.RunFilter{Statuses: []string{messages.RunQueued, messages.RunRunning}}
+	sameSet(t, "live runs scanned", scan("live", live, nil), want["live"])
+	sameSet(t, "t1's runs scanned", scan("t1", store.RunFilter{TenantID: "t1"}, nil), want["t1"])
+	equal(t, "no match", len(scan("none", store.RunFilter{TenantID: "t9"}, nil)), 0)
+
+	// fn ends each run it is passed: every live run is still passed.
+	ended := scan("ending", live, func(r *messages.SharedRun) {
+		_, err := e.st.UpdateRun(e.ctx, r.SharedRunId, func(x *messages.SharedRun) error {
+			x.Status = messages.RunCancelled
+			return nil
+		})
+		noErr(t, err)
+	})
+	sameSet(t, "live runs scanned while they end", ended, want["live"])
+	equal(t, "live runs after they all ended", len(scan("after", live, nil)), 0)
+
+	stop := errors.New("stop")
+	calls := 0
+	err := e.st.ScanRuns(e.ctx, store.RunFilter{}, page, func([]*messages.SharedRun) error {
+		calls++
+		return stop
+	})
+	equal(t, "fn's error", errors.Is(err, stop), true)
+	equal(t, "calls after the error", calls, 1)
+}
+
+// sameSet fails t unless got and want hold the same ids.
+func sameSet(t *testing.T, what string, got, want map[string]bool) {
+	t.Helper()
+	for id := range want {
+		if !got[id] {
+			t.Fatalf("%s: %s missing (%d of %d passed)", what, id, len(got), len(want))
+		}
+	}
+	for id := range got {
+		if !want[id] {
+			t.Fatalf("%s: %s does not match", what, id)
+		}
+	}
 }
