@@ -35,6 +35,8 @@ func (a *agentActor) Receive(c actor.Context) {
 			a.processed++
 			a.handle(c, &m.ds[i])
 		}
+	case agentReset:
+		a.agent.state = nil
 	case agentPassivate:
 		c.Send(c.Parent(), &agentPassivated{key: a.key, processed: a.processed, state: a.agent.state})
 	case agentDrainMarker:

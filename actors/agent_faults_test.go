@@ -178,3 +178,66 @@ func TestAgentCluster_Stop_orderedLosesNothingAcknowledged(t *testing.T) {
 		t.Fatalf("acknowledged %d deliveries and %d sends, handled only %d and %d", published, delivered, stopped.Tally, stopped.Tally2)
 	}
 }
+
+// TestAgentCluster_KeyMovesBack_startsWithNoState: a key that moved to an owner that joined,
+// and back when that owner was killed, starts over on its first owner: the state that owner
+// kept missed what the other handled (docs: a moved key starts with no state).
+func TestAgentCluster_KeyMovesBack_startsWithNoState(t *testing.T) {
+	knobs := peerConfig{HealthMS: 200, Threshold: 2, RPCMS: 5000}
+	n1, n2, n3 := knobs, knobs, knobs
+	n1.ID = "n1"
+	n2.ID, n2.Types = "n2", []string{"counter"}
+	n3.ID, n3.Types = "n3", []string{"counter"}
+	c := startPeerCluster(t, n1, n2)
+	router, first := c.peers[0], c.peers[1]
+	ks := keys("m", 30)
+	counts := func() (map[string]string, map[string]string) {
+		t.Helper()
+		r := must(t, router.call(peerRequest{Op: "sendkeys", Type: "counter", Keys: ks, Tenant: "acme"}))
+		owner, count := map[string]string{}, map[string]string{}
+		for i, o := range r.Outcomes {
+			if o.Status != "delivered" {
+				t.Fatalf("key %s: %+v", ks[i], o)
+			}
+			owner[ks[i]], count[ks[i]] = o.Worker, o.Response
+		}
+		return owner, count
+	}
+	counts()
+	counts() // every key counts 2 on the first owner
+
+	n3.Seed = router.addr
+	second := startAgentPeer(t, n3)
+	c.peers = append(c.peers, second)
+	c.waitConverged()
+	owner, count := counts()
+	var moved []string
+	for _, k := range ks {
+		if owner[k] == second.member {
+			moved = append(moved, k)
+			if count[k] != `{"count":1}` {
+				t.Fatalf("key %s on the joined owner answered %s, want a count of 1", k, count[k])
+			}
+		}
+	}
+	if len(moved) == 0 || len(moved) == len(ks) {
+		t.Fatalf("%d of %d keys moved to the joined owner", len(moved), len(ks))
+	}
+
+	c.kill(second)
+	testkit.EventuallyErr(t, 10*time.Second, func() error {
+		d := must(t, router.call(peerRequest{Op: "directory"})).Directory
+		for _, w := range d.Workers {
+			if w.ID == second.member && !w.Evicted {
+				return errorf("the killed owner is still listed: %+v", w)
+			}
+		}
+		return nil
+	})
+	owner, count = counts()
+	for _, k := range moved {
+		if owner[k] != first.member || count[k] != `{"count":1}` {
+			t.Fatalf("key %s back on %s answered %s, want a count of 1 on %s", k, owner[k], count[k], first.member)
+		}
+	}
+}

@@ -216,6 +216,9 @@ func (r *agentRouter) start(c actor.Context) {
 func (r *agentRouter) publishTable() {
 	r.table = r.dir.Table()
 	r.rt.table.Store(r.table)
+	if r.worker != nil {
+		r.rt.system.Root.Send(r.worker, &agentOwnersChanged{table: r.table})
+	}
 	for id := range r.pids {
 		if id != r.rt.selfID && r.table.Worker(id) == nil {
 			delete(r.pids, id)

@@ -95,6 +95,10 @@ type (
 	}
 	agentDrainMarker     struct{}
 	agentDrainAck        struct{ key agents.Key }
+	// agentOwnersChanged tells the worker the node's routing table changed (table).
+	agentOwnersChanged struct{ table *agents.Table }
+	// agentReset makes an agent drop its state: its key moved to another owner.
+	agentReset struct{}
 	agentWorkerFlush     struct{}
 	agentWorkerHeldFlush struct{}
 )
@@ -162,6 +166,8 @@ func (w *agentWorker) Receive(c actor.Context) {
 		w.drained(c)
 	case agentActiveReq:
 		c.Respond(len(w.children))
+	case *agentOwnersChanged:
+		w.disown(c, m.table)
 	case *actor.Restarting, *actor.Stopping:
 		// The agents stop with the worker: callers must go through the next worker instance.
 		w.rt.slots.clear()
@@ -434,6 +440,28 @@ func (w *agentWorker) passivated(c actor.Context, m *agentPassivated) {
 	if w.draining[m.key] {
 		delete(w.draining, m.key)
 		w.drained(c)
+	}
+}
+
+// disown forgets the state of every agent whose key table gives to another worker (an owner
+// joined, or this worker's types changed): an active agent is told to drop its state after
+// what it has queued, a passivated one's state is deleted. An agent whose key comes back here
+// later starts with no state, as it does on any owner that newly gets a key; the state it had
+// missed what the other owner handled in between.
+func (w *agentWorker) disown(c actor.Context, table *agents.Table) {
+	owned := func(k agents.Key) bool {
+		route := table.Route(k.Tenant, &messages.AgentId{Type: k.Type, Key: k.Key})
+		return route.Worker != nil && route.Worker.Self
+	}
+	for k, ch := range w.children {
+		if !owned(k) {
+			c.Send(ch.pid, agentReset{})
+		}
+	}
+	for k := range w.states {
+		if !owned(k) {
+			delete(w.states, k)
+		}
 	}
 }
 
