@@ -21,17 +21,17 @@ const (
 
 // SendAgentMessageInput is the input of send_agent_message.
 type SendAgentMessageInput struct {
-	Agent    string `json:"agent" jsonschema:"the recipient as TYPE/KEY, for example counter/page-1 (see list_agents for the types)"`
-	TenantID string `json:"tenant_id,omitempty" jsonschema:"tenant whose agent to reach; with auth on it defaults to the token's tenant and must equal it"`
-	Message  any    `json:"message" jsonschema:"JSON value sent to the agent"`
-	Timeout  string `json:"timeout,omitempty" jsonschema:"how long to wait for the reply, a Go duration such as 2s (default: the node's 30s)"`
+	Agent    string          `json:"agent" jsonschema:"the recipient as TYPE/KEY, for example counter/page-1 (see list_agents for the types)"`
+	TenantID string          `json:"tenant_id,omitempty" jsonschema:"tenant whose agent to reach; with auth on it defaults to the token's tenant and must equal it"`
+	Message  json.RawMessage `json:"message" jsonschema:"JSON value sent to the agent"`
+	Timeout  string          `json:"timeout,omitempty" jsonschema:"how long to wait for the reply, a Go duration such as 2s (default: the node's 30s)"`
 }
 
 // PublishMessageInput is the input of publish_message.
 type PublishMessageInput struct {
-	Topic    string `json:"topic" jsonschema:"TYPE or TYPE/SOURCE: subscriptions match the type; the source is the recipient key of subscriptions that name none"`
-	TenantID string `json:"tenant_id,omitempty" jsonschema:"tenant whose subscriptions to match; with auth on it defaults to the token's tenant and must equal it"`
-	Message  any    `json:"message" jsonschema:"JSON value delivered to every subscribed agent"`
+	Topic    string          `json:"topic" jsonschema:"TYPE or TYPE/SOURCE: subscriptions match the type; the source is the recipient key of subscriptions that name none"`
+	TenantID string          `json:"tenant_id,omitempty" jsonschema:"tenant whose subscriptions to match; with auth on it defaults to the token's tenant and must equal it"`
+	Message  json.RawMessage `json:"message" jsonschema:"JSON value delivered to every subscribed agent"`
 }
 
 // registerAgentTools adds list_agents, send_agent_message and publish_message.
@@ -49,19 +49,15 @@ func registerAgentTools(s *mcp.Server, svc *service) {
 			}
 			return l, fmt.Sprintf("%d agent type(s): %s", len(l.Agents), strings.Join(names, ", ")), nil
 		})
-	add(s, svc, tool(ToolSendAgentMessage, "Send a message to one agent and wait for its reply. The answer's outcome "+
+	addExact(s, svc, tool(ToolSendAgentMessage, "Send a message to one agent and wait for its reply. The answer's outcome "+
 		"is delivered (response holds the reply), timeout, undeliverable or error (reason says why).", false, false), sendAgentMessage)
-	add(s, svc, tool(ToolPublishMessage, "Publish a message to a topic: every subscribed agent of the tenant gets it "+
+	addExact(s, svc, tool(ToolPublishMessage, "Publish a message to a topic: every subscribed agent of the tenant gets it "+
 		"once. Returns the number of deliveries.", false, false),
 		func(ctx context.Context, c *client.Client, in PublishMessageInput) (any, string, error) {
 			if err := need("topic", in.Topic); err != nil {
 				return nil, "", err
 			}
-			msg, err := json.Marshal(in.Message)
-			if err != nil {
-				return nil, "", fmt.Errorf("%w: message: %v", ErrBadArgument, err)
-			}
-			p, err := c.PublishAgent(ctx, in.Topic, httpapi.AgentPublishRequest{TenantID: in.TenantID, Message: msg})
+			p, err := c.PublishAgent(ctx, in.Topic, httpapi.AgentPublishRequest{TenantID: in.TenantID, Message: in.Message})
 			if err != nil {
 				return nil, "", err
 			}
@@ -79,11 +75,7 @@ func sendAgentMessage(ctx context.Context, c *client.Client, in SendAgentMessage
 	if !ok || typ == "" || key == "" {
 		return nil, "", fmt.Errorf("%w: agent %q: want TYPE/KEY", ErrBadArgument, in.Agent)
 	}
-	msg, err := json.Marshal(in.Message)
-	if err != nil {
-		return nil, "", fmt.Errorf("%w: message: %v", ErrBadArgument, err)
-	}
-	o, err := c.SendAgent(ctx, typ, key, httpapi.AgentSendRequest{TenantID: in.TenantID, Message: msg, Timeout: in.Timeout})
+	o, err := c.SendAgent(ctx, typ, key, httpapi.AgentSendRequest{TenantID: in.TenantID, Message: in.Message, Timeout: in.Timeout})
 	if err != nil {
 		return nil, "", err
 	}

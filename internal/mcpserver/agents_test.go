@@ -66,4 +66,31 @@ func TestHTTPHandler_CallTool_agents(t *testing.T) {
 	}
 	res = mcptest.Call(t, acme, mcpserver.ToolPublishMessage, map[string]any{"topic": " ", "message": 1})
 	require.True(t, res.IsError, mcptest.Text(res))
+
+	// The message reaches the agent as written: numbers past float64's precision and keys in
+	// their order, as over HTTP.
+	// (The agent records what it got: this test's MCP client decodes results into float64s.)
+	got := make(chan string, 1)
+	require.NoError(t, n.Node.RegisterAgentType(ctx, "record", func(_ context.Context, _ *actors.Agent, env *messages.MessageEnvelope) ([]byte, error) {
+		got <- string(env.Payload)
+		return []byte(`{}`), nil
+	}))
+	exact := `{"id":9007199254740993,"amount":0.1000000000000000055511151231257827,"big":12345678901234567890123}`
+	mcptest.CallOK(t, acme, mcpserver.ToolSendAgentMessage, json.RawMessage(`{"agent":"record/exact","message":`+exact+`}`), &o)
+	require.Equal(t, httpapi.OutcomeDelivered, o.Outcome)
+	require.Equal(t, exact, <-got)
+	// Arguments the node would refuse over HTTP are refused here, in the same words.
+	for name, tc := range map[string]struct{ args, want string }{
+		"unpaired surrogate": {`{"agent":"tally/p1","message":"a\udc00b"}`, "unpaired UTF-16 surrogate"},
+		"overflowing number": {`{"agent":"tally/p1","message":1e400}`, "1e400"},
+		"unknown field":      {`{"agent":"tally/p1","message":1,"priority":2}`, `unknown field "priority"`},
+		"no message":         {`{"agent":"tally/p1"}`, "missing argument: message"},
+		"agent not a string": {`{"agent":7,"message":1}`, "agent: want a string, got number"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := mcptest.Call(t, acme, mcpserver.ToolSendAgentMessage, json.RawMessage(tc.args))
+			require.True(t, res.IsError, mcptest.Text(res))
+			require.Contains(t, mcptest.Text(res), tc.want)
+		})
+	}
 }

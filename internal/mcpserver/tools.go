@@ -48,12 +48,12 @@ func ToolNames() []string {
 
 // SubmitRunInput is the input of submit_run.
 type SubmitRunInput struct {
-	Pipeline       string `json:"pipeline" jsonschema:"key of a stored pipeline to run"`
-	TenantID       string `json:"tenant_id,omitempty" jsonschema:"tenant to run for; with auth on it defaults to the token's tenant and must equal it"`
-	Input          any    `json:"input,omitempty" jsonschema:"JSON value the pipeline sees as .input"`
-	CorrelationID  string `json:"correlation_id,omitempty" jsonschema:"caller-chosen id recorded with the run"`
-	IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"submitting twice with the same key returns the first run"`
-	Wait           bool   `json:"wait,omitempty" jsonschema:"wait until the run is final and return the final run instead of the submit answer"`
+	Pipeline       string          `json:"pipeline" jsonschema:"key of a stored pipeline to run"`
+	TenantID       string          `json:"tenant_id,omitempty" jsonschema:"tenant to run for; with auth on it defaults to the token's tenant and must equal it"`
+	Input          json.RawMessage `json:"input,omitempty" jsonschema:"JSON value the pipeline sees as .input"`
+	CorrelationID  string          `json:"correlation_id,omitempty" jsonschema:"caller-chosen id recorded with the run"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty" jsonschema:"submitting twice with the same key returns the first run"`
+	Wait           bool            `json:"wait,omitempty" jsonschema:"wait until the run is final and return the final run instead of the submit answer"`
 }
 
 // RunInput is the input of get_run, cancel_run, pause_run and resume_run.
@@ -146,7 +146,7 @@ func need(arg, v string) error {
 
 // registerTools adds every tool of ToolNames to s.
 func registerTools(s *mcp.Server, svc *service) {
-	add(s, svc, tool(ToolSubmitRun, "Submit a run of a stored pipeline. Returns {shared_run_id, status}; "+
+	addExact(s, svc, tool(ToolSubmitRun, "Submit a run of a stored pipeline. Returns {shared_run_id, status}; "+
 		"with wait=true blocks until the run is final and returns the run.", false, false), submitRun)
 	add(s, svc, tool(ToolGetRun, "Get a run with its steps, status, output and failure reason.", true, false),
 		func(ctx context.Context, c *client.Client, in RunInput) (any, string, error) {
@@ -226,12 +226,8 @@ func submitRun(ctx context.Context, c *client.Client, in SubmitRunInput) (any, s
 	}
 	req := httpapi.SubmitRequest{Pipeline: in.Pipeline, TenantID: in.TenantID, CorrelationID: in.CorrelationID,
 		IdempotencyKey: in.IdempotencyKey}
-	if in.Input != nil {
-		b, err := json.Marshal(in.Input)
-		if err != nil {
-			return nil, "", fmt.Errorf("%w: input: %v", ErrBadArgument, err)
-		}
-		req.Input = b
+	if len(in.Input) > 0 {
+		req.Input = in.Input
 	}
 	sub, err := c.Submit(ctx, req)
 	if err != nil {
