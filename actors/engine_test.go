@@ -297,6 +297,35 @@ func TestInstance_rejectsRunWithoutSnapshot(t *testing.T) {
 	require.False(t, pr.Ok)
 	require.Equal(t, "missing-execution-context", pr.Reason)
 	require.False(t, pr.Retryable)
+
+	// A dispatch no pump sends (hand-made at a host's transport) is refused for good and
+	// holds no slot: one per rule of invalidDispatch.
+	snap := &messages.ExecutionContextSnapshot{TenantId: "acme"}
+	for name, req := range map[string]*messages.DispatchRequest{
+		"no run":               {PipelineKey: "p", Snapshot: snap},
+		"no pipeline":          {SharedRunId: "r2", Snapshot: snap},
+		"negative parallelism": {SharedRunId: "r3", PipelineKey: "p", Snapshot: snap, MaxParallelism: -5},
+		"bad tenant id":        {SharedRunId: "r4", PipelineKey: "p", Snapshot: &messages.ExecutionContextSnapshot{TenantId: "BAD TENANT"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res, err := n.System().Root.RequestFuture(pid, req, 5*time.Second).Result()
+			require.NoError(t, err)
+			pr := res.(*messages.ProviderResult)
+			require.False(t, pr.Ok)
+			require.Equal(t, "invalid-dispatch", pr.Reason)
+			require.False(t, pr.Retryable)
+		})
+	}
+	res, err = n.System().Root.RequestFuture(pid, &messages.ControlRequest{Op: "reboot"}, 5*time.Second).Result()
+	require.NoError(t, err)
+	pr = res.(*messages.ProviderResult)
+	require.Equal(t, "unknown-op", pr.Reason)
+	require.False(t, pr.Retryable, "an unknown op stays unknown")
+	st, err := n.System().Root.RequestFuture(pid, &messages.QueueStatusRequest{}, 5*time.Second).Result()
+	require.NoError(t, err)
+	q := st.(*messages.QueueStatus)
+	require.Empty(t, q.QueuedLocalRunIds)
+	require.Empty(t, q.RunningLocalRunIds)
 }
 
 func TestNode_directSubmitMode(t *testing.T) {

@@ -159,6 +159,9 @@ func (in *instance) dispatch(c actor.Context, req *messages.DispatchRequest) *me
 	switch {
 	case req.Snapshot == nil || req.Snapshot.TenantId == "":
 		reason = "missing-execution-context"
+	case invalidDispatch(req) != "":
+		reason = reasonInvalidDispatch
+		in.env.log.Warn("dispatch refused", zap.String("runtime_instance_id", in.spec.ID), zap.String("problem", invalidDispatch(req)))
 	case !in.allows(req.Snapshot):
 		reason = "tenant-not-visible"
 	}

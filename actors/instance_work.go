@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/internal/tenancy"
 	"github.com/dairuntime/dair/messages"
 	"github.com/dairuntime/dair/providers/local"
 )
@@ -170,7 +171,7 @@ func endRun(ctx context.Context, e *env, req *messages.DispatchRequest, entry *m
 
 func (in *instance) result(op string, ok bool, reason string) *messages.ProviderResult {
 	return &messages.ProviderResult{Provider: in.providerName(), RuntimeInstanceId: in.spec.ID, Op: op, Ok: ok, Reason: reason,
-		Retryable: !ok && reason != "missing-execution-context" && reason != "tenant-not-visible"}
+		Retryable: !ok && !permanentReasons[reason]}
 }
 
 // providerName names the provider that reaches this instance.
@@ -241,4 +242,29 @@ func (in *instance) publish(c actor.Context) {
 // the store per publication.
 func (in *instance) heartbeat(c actor.Context) {
 	in.env.pub.put(in.descriptor(c), in.q.Holds())
+}
+
+// permanentReasons are the refusals of an instance that a retry cannot change.
+var permanentReasons = map[string]bool{"missing-execution-context": true, "tenant-not-visible": true, reasonInvalidDispatch: true,
+	"unknown-op": true}
+
+// reasonInvalidDispatch refuses a dispatch no pump sends: no run, no pipeline, a tenant id that
+// is not one, a negative parallelism (a hand-made request to a host's transport). Taking it
+// would hold a slot for a run no store has.
+const reasonInvalidDispatch = "invalid-dispatch"
+
+// invalidDispatch names what makes req a dispatch no pump sends, or returns "". It is pure.
+func invalidDispatch(req *messages.DispatchRequest) string {
+	switch {
+	case req.SharedRunId == "":
+		return "no shared_run_id"
+	case req.PipelineKey == "":
+		return "no pipeline_key"
+	case req.MaxParallelism < 0:
+		return fmt.Sprintf("max_parallelism %d is negative", req.MaxParallelism)
+	}
+	if err := tenancy.ValidateTenantID(req.GetSnapshot().GetTenantId()); err != nil {
+		return err.Error()
+	}
+	return ""
 }
