@@ -46,6 +46,16 @@ func TestClient_Agents_methodPathAndAnswer(t *testing.T) {
 	require.Equal(t, httpapi.OutcomeDelivered, o.Outcome)
 	require.JSONEq(t, `{"count":1}`, string(o.Response))
 
+	// Dot segments are keys like any other: escaped, not resolved away.
+	for key, want := range map[string]string{".": "/v1/agents/echo/%2E/messages", "..": "/v1/agents/echo/%2E%2E/messages",
+		"...": "/v1/agents/echo/.../messages"} {
+		set(http.StatusOK, `{"outcome":"delivered","response":1,"worker_id":"w1"}`)
+		_, err := c.SendAgent(ctx, "echo", key, httpapi.AgentSendRequest{Message: json.RawMessage(`1`)})
+		require.NoError(t, err)
+		_, path, _ = last()
+		require.Equal(t, want, path, "key %q", key)
+	}
+
 	set(http.StatusAccepted, `{"deliveries":2,"topic_type":"orders","topic_source":"o/1"}`)
 	p, err := c.PublishAgent(ctx, "orders/o/1", httpapi.AgentPublishRequest{TenantID: "acme", Message: json.RawMessage(`1`)})
 	require.NoError(t, err)

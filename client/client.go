@@ -140,8 +140,14 @@ func decodeError(resp *http.Response) error {
 	return &Error{Status: resp.StatusCode, Message: msg}
 }
 
-// esc escapes one path segment.
-func esc(s string) string { return url.PathEscape(s) }
+// esc escapes one path segment. "." and ".." are escaped too (%2E): as they are, the client's
+// URL resolution or the server's path cleaning would drop them with the segment before.
+func esc(s string) string {
+	if s == "." || s == ".." {
+		return strings.Repeat("%2E", len(s))
+	}
+	return url.PathEscape(s)
+}
 
 // query builds "?k=v&..." from non-empty pairs.
 func query(kv ...string) string {
