@@ -18,7 +18,7 @@ import (
 func addAgentFlags(fs *pflag.FlagSet, o *server.AgentOptions) {
 	fs.StringSliceVar(&o.Types, "agents", nil, "built-in agent types this node owns: echo,counter")
 	fs.StringArrayVar(&o.Subscriptions, "agent-subscription", nil,
-		"subscription this node owns, TENANT:TOPIC=TYPE[/KEY] (TOPIC ending in * is a prefix; without KEY the topic source is the key); repeatable")
+		"subscription this node owns, TENANT:TOPIC=TYPE[/KEY] (TOPIC ending in * is a prefix of at least one character; without KEY the topic source is the key); repeatable")
 	fs.DurationVar(&o.HealthInterval, "agent-health-interval", 0, "agent worker health probe interval (0: 5s)")
 	fs.IntVar(&o.FailureThreshold, "agent-failure-threshold", 0, "failed probes that evict an agent worker (0: 2)")
 	fs.DurationVar(&o.RPCTimeout, "agent-rpc-timeout", 0, "bound of a request to an agent worker and default send timeout (0: 30s)")

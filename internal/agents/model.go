@@ -83,13 +83,22 @@ func ValidateAgentID(id *messages.AgentId) error {
 }
 
 func validateKey(key string) error {
-	if key == "" || len(key) > maxKeyLen || !utf8.ValidString(key) {
-		return fmt.Errorf("%w: key must be 1 to %d bytes of UTF-8", ErrInvalidAgentID, maxKeyLen)
-	}
-	if strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return fmt.Errorf("%w: key %q has a control character", ErrInvalidAgentID, key)
+	if p := textProblem("key", key); p != "" {
+		return fmt.Errorf("%w: %s", ErrInvalidAgentID, p)
 	}
 	return nil
+}
+
+// textProblem says what keeps s, the name of what, from being 1 to 256 bytes of UTF-8 without
+// control characters, or returns "".
+func textProblem(what, s string) string {
+	if s == "" || len(s) > maxKeyLen || !utf8.ValidString(s) {
+		return fmt.Sprintf("%s must be 1 to %d bytes of UTF-8", what, maxKeyLen)
+	}
+	if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return fmt.Sprintf("%s %q has a control character", what, s)
+	}
+	return ""
 }
 
 // ValidateTopic checks a topic: a type of 1 to 256 bytes of UTF-8 without control characters
@@ -98,15 +107,15 @@ func ValidateTopic(t *messages.TopicId) error {
 	if t == nil {
 		return fmt.Errorf("%w: no topic", ErrInvalidTopic)
 	}
-	if err := validateKey(t.Type); err != nil {
-		return fmt.Errorf("%w: type: %w", ErrInvalidTopic, err)
+	if p := textProblem("type", t.Type); p != "" {
+		return fmt.Errorf("%w: %s", ErrInvalidTopic, p)
 	}
 	if strings.ContainsFunc(t.Type, unicode.IsSpace) {
 		return fmt.Errorf("%w: type %q has white space", ErrInvalidTopic, t.Type)
 	}
 	if t.Source != "" {
-		if err := validateKey(t.Source); err != nil {
-			return fmt.Errorf("%w: source: %w", ErrInvalidTopic, err)
+		if p := textProblem("source", t.Source); p != "" {
+			return fmt.Errorf("%w: %s", ErrInvalidTopic, p)
 		}
 	}
 	return nil

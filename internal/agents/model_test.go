@@ -49,6 +49,16 @@ func TestValidateTopic_cases(t *testing.T) {
 			t.Errorf("ValidateTopic(%v) = %v", tp, err)
 		}
 	}
+	// The errors speak of topics, not of agent ids.
+	for tp, want := range map[*messages.TopicId]string{
+		topic("\xff", ""):       "agents: invalid topic: type must be 1 to 256 bytes of UTF-8",
+		topic("orders", "\x01"): `agents: invalid topic: source "\x01" has a control character`,
+	} {
+		err := ValidateTopic(tp)
+		if err == nil || err.Error() != want || errors.Is(err, ErrInvalidAgentID) {
+			t.Errorf("ValidateTopic(%v) = %v, want %s", tp, err, want)
+		}
+	}
 }
 
 func TestValidateSubscription_cases(t *testing.T) {

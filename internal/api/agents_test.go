@@ -206,10 +206,25 @@ func TestAPI_Agents_badInput(t *testing.T) {
 		{"message number overflows", "/v1/agents/greet/k/messages", `{"message":1e400}`},
 		{"message lone surrogate", "/v1/agents/greet/k/messages", `{"message":"\ud800"}`},
 		{"published message not utf-8", "/v1/topics/t/messages", "{\"message\":{\"a\":\"\xff\"}}"},
+		{"empty key segment", "/v1/agents/greet//messages", `{"message":1}`},
+		{"empty topic segment", "/v1/topics//messages", `{"message":1}`},
+		{"dot-dot key unescaped", "/v1/agents/greet/../messages", `{"message":1}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			acme.callErr("POST", tt.path, tt.body, http.StatusBadRequest, "")
 		})
+	}
+}
+
+// TestAPI_Agents_dotKeys: "." and ".." are keys like any other when escaped (%2E).
+func TestAPI_Agents_dotKeys(t *testing.T) {
+	f := agentFixture(t)
+	acme := f.as(mintToken(t, "acme", "tenant"))
+	for _, path := range []string{"/v1/agents/greet/%2E/messages", "/v1/agents/greet/%2E%2E/messages"} {
+		code, b := acme.do("POST", path, `{"message":1}`)
+		if code != http.StatusOK || !strings.Contains(string(b), `"delivered"`) {
+			t.Fatalf("POST %s = %d %s, want a delivery", path, code, b)
+		}
 	}
 }
 

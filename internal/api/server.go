@@ -155,7 +155,26 @@ func New(cfg Config) http.Handler {
 		}
 		s.writeError(w, http.StatusNotFound, httpapi.CodeNotFound, fmt.Sprintf("api: no route for %s %s", r.Method, r.URL.Path))
 	})
-	return s.recover(s.guardOrigin(s.limitBody(mux)))
+	return s.recover(s.guardOrigin(s.limitBody(s.canonicalPath(mux))))
+}
+
+// canonicalPath refuses (400) an API path with an empty, "." or ".." segment as sent (a key or
+// topic left empty, a client that did not escape a dot key as %2E): the mux would answer a
+// redirect to the cleaned path, which a POST client does not follow and which names another
+// resource.
+func (s *server) canonicalPath(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.EscapedPath(); strings.HasPrefix(p, "/v1/") {
+			for _, seg := range strings.Split(strings.TrimSuffix(p[1:], "/"), "/") {
+				if seg == "" || seg == "." || seg == ".." {
+					s.writeError(w, http.StatusBadRequest, httpapi.CodeBadRequest, fmt.Sprintf(
+						"api: %s: the path has an empty, \".\" or \"..\" segment (escape a key or topic \".\" as %%2E)", p))
+					return
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // guardOrigin, with auth none (every caller is an admin), refuses what a web page the

@@ -84,9 +84,15 @@ func ParseAgentSubscriptions(specs []string) ([]*messages.Subscription, error) {
 		topic, target := rest[:i], rest[i+1:]
 		typ, key, _ := strings.Cut(target, "/")
 		s := &messages.Subscription{TenantId: tenant, AgentType: typ, AgentKey: key}
-		if p, ok := strings.CutSuffix(topic, "*"); ok {
+		p, isPrefix := strings.CutSuffix(topic, "*")
+		switch {
+		case isPrefix && p == "":
+			return nil, fmt.Errorf("agent subscription %q: a topic prefix needs at least one character before the * (a subscription to every topic is not supported)", spec)
+		case topic == "":
+			return nil, fmt.Errorf("agent subscription %q: no topic before the =", spec)
+		case isPrefix:
 			s.TopicPrefix = p
-		} else {
+		default:
 			s.Topic = topic
 		}
 		if err := agents.ValidateSubscription(s); err != nil {

@@ -39,6 +39,14 @@ func TestParseAgentSubscriptions_cases(t *testing.T) {
 			require.Equal(t, tc.want.String(), got[0].String())
 		})
 	}
+	// The refusals a user is likely to meet say what to change.
+	for spec, want := range map[string]string{
+		"acme:*=counter": "a topic prefix needs at least one character before the *",
+		"acme:=counter":  "no topic before the =",
+	} {
+		_, err := ParseAgentSubscriptions([]string{spec})
+		require.ErrorContains(t, err, want, spec)
+	}
 }
 
 func TestAgentOptions_validate(t *testing.T) {
