@@ -265,12 +265,12 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*messages.Sh
 		if len(zs) == 0 {
 			break
 		}
-		pipe := s.rdb.Pipeline()
-		cmds := make([]*redis.StringCmd, len(zs))
+		ids := make([]string, len(zs))
 		for i, z := range zs {
-			cmds[i] = pipe.HGet(ctx, s.runKey(z.Member.(string)), "pb")
+			ids[i] = z.Member.(string)
 		}
-		if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		runs, err := s.runsByID(ctx, ids)
+		if err != nil {
 			return nil, fmt.Errorf("redisstore: list runs: %w", err)
 		}
 		done := false
@@ -281,18 +281,8 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*messages.Sh
 				done = true
 				break
 			}
-			pb, err := cmds[i].Bytes()
-			if err == redis.Nil {
-				continue
-			}
-			if err != nil {
-				return nil, fmt.Errorf("redisstore: list runs: %w", err)
-			}
-			r := &messages.SharedRun{}
-			if err := unmarshal("run", pb, r); err != nil {
-				return nil, err
-			}
-			if !f.MatchesStatus(r.Status) || (f.TenantID != "" && r.TenantId != f.TenantID) {
+			r := runs[i]
+			if r == nil || !f.MatchesStatus(r.Status) || (f.TenantID != "" && r.TenantId != f.TenantID) {
 				continue
 			}
 			matched = append(matched, r)
@@ -362,30 +352,47 @@ func (s *Store) ScanRuns(ctx context.Context, f store.RunFilter, page int, fn fu
 // readRuns reads the runs named by the members of kv (member, score pairs) in one round trip
 // and returns those matching f.
 func (s *Store) readRuns(ctx context.Context, kv []string, f store.RunFilter) ([]*messages.SharedRun, error) {
-	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.StringCmd, 0, len(kv)/2)
+	ids := make([]string, 0, len(kv)/2)
 	for i := 0; i+1 < len(kv); i += 2 {
-		cmds = append(cmds, pipe.HGet(ctx, s.runKey(kv[i]), "pb"))
+		ids = append(ids, kv[i])
 	}
-	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+	runs, err := s.runsByID(ctx, ids)
+	if err != nil {
 		return nil, fmt.Errorf("redisstore: scan runs: %w", err)
 	}
-	out := make([]*messages.SharedRun, 0, len(cmds))
-	for _, c := range cmds {
+	out := runs[:0]
+	for _, r := range runs {
+		if r != nil && f.MatchesStatus(r.Status) && (f.TenantID == "" || r.TenantId == f.TenantID) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// runsByID reads the runs ids in one round trip: out[i] is ids[i]'s run, nil when it is gone.
+func (s *Store) runsByID(ctx context.Context, ids []string) ([]*messages.SharedRun, error) {
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HGet(ctx, s.runKey(id), "pb")
+	}
+	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		return nil, err
+	}
+	out := make([]*messages.SharedRun, len(ids))
+	for i, c := range cmds {
 		pb, err := c.Bytes()
 		if err == redis.Nil {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("redisstore: scan runs: %w", err)
+			return nil, err
 		}
 		r := &messages.SharedRun{}
 		if err := unmarshal("run", pb, r); err != nil {
 			return nil, err
 		}
-		if f.MatchesStatus(r.Status) && (f.TenantID == "" || r.TenantId == f.TenantID) {
-			out = append(out, r)
-		}
+		out[i] = r
 	}
 	return out, nil
 }
