@@ -93,12 +93,12 @@ type (
 		processed uint64 // deliveries the agent handled
 		state     any
 	}
-	agentDrainMarker     struct{}
-	agentDrainAck        struct{ key agents.Key }
+	agentDrainMarker struct{}
+	agentDrainAck    struct{ key agents.Key }
 	// agentOwnersChanged tells the worker the node's routing table changed (table).
 	agentOwnersChanged struct{ table *agents.Table }
 	// agentReset makes an agent drop its state: its key moved to another owner.
-	agentReset struct{}
+	agentReset           struct{}
 	agentWorkerFlush     struct{}
 	agentWorkerHeldFlush struct{}
 )

@@ -269,9 +269,9 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*messages.Sh
 		for i, z := range zs {
 			ids[i] = z.Member.(string)
 		}
-		runs, err := s.runsByID(ctx, ids)
+		runs, err := s.GetRuns(ctx, ids)
 		if err != nil {
-			return nil, fmt.Errorf("redisstore: list runs: %w", err)
+			return nil, err
 		}
 		done := false
 		for i, z := range zs {
@@ -356,43 +356,15 @@ func (s *Store) readRuns(ctx context.Context, kv []string, f store.RunFilter) ([
 	for i := 0; i+1 < len(kv); i += 2 {
 		ids = append(ids, kv[i])
 	}
-	runs, err := s.runsByID(ctx, ids)
+	runs, err := s.GetRuns(ctx, ids)
 	if err != nil {
-		return nil, fmt.Errorf("redisstore: scan runs: %w", err)
+		return nil, err
 	}
 	out := runs[:0]
 	for _, r := range runs {
 		if r != nil && f.MatchesStatus(r.Status) && (f.TenantID == "" || r.TenantId == f.TenantID) {
 			out = append(out, r)
 		}
-	}
-	return out, nil
-}
-
-// runsByID reads the runs ids in one round trip: out[i] is ids[i]'s run, nil when it is gone.
-func (s *Store) runsByID(ctx context.Context, ids []string) ([]*messages.SharedRun, error) {
-	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.StringCmd, len(ids))
-	for i, id := range ids {
-		cmds[i] = pipe.HGet(ctx, s.runKey(id), "pb")
-	}
-	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
-		return nil, err
-	}
-	out := make([]*messages.SharedRun, len(ids))
-	for i, c := range cmds {
-		pb, err := c.Bytes()
-		if err == redis.Nil {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		r := &messages.SharedRun{}
-		if err := unmarshal("run", pb, r); err != nil {
-			return nil, err
-		}
-		out[i] = r
 	}
 	return out, nil
 }
