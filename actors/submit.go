@@ -204,8 +204,17 @@ func newRun(req SubmitRequest, t *messages.TenantSettings, cp *compiled, now int
 func submittedEntry(run *messages.SharedRun) *messages.LedgerEntry {
 	snap := run.Snapshot
 	return &messages.LedgerEntry{Kind: messages.KindSubmitted, SharedRunId: run.SharedRunId, TenantId: snap.TenantId,
-		Data: jsonOrNil(map[string]any{"pipeline": run.Pipeline, "pipeline_hash": run.PipelineHash, "source": snap.Source,
-			"requested_by": snap.RequestedBy})}
+		Data: jsonOrNil(submittedData{Pipeline: run.Pipeline, PipelineHash: run.PipelineHash, RequestedBy: snap.RequestedBy, Source: snap.Source})}
+}
+
+// submittedData is the data of a "submitted" entry. Its fields are in the order of their names,
+// as the map it replaces encoded them (a struct encodes faster: a run's path wrote three such
+// maps, 6% of its CPU).
+type submittedData struct {
+	Pipeline     string `json:"pipeline"`
+	PipelineHash string `json:"pipeline_hash"`
+	RequestedBy  string `json:"requested_by"`
+	Source       string `json:"source"`
 }
 
 func cloneSnapshot(s *messages.ExecutionContextSnapshot) *messages.ExecutionContextSnapshot {

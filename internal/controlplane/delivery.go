@@ -74,8 +74,8 @@ func (d *Dispatcher) deliverMarked(ctx context.Context, upd *messages.SharedRun,
 	}
 	entry := &messages.LedgerEntry{SharedRunId: upd.SharedRunId, ExecutionId: upd.ExecutionId, RuntimeInstanceId: x.RuntimeInstanceId,
 		TenantId: upd.GetSnapshot().GetTenantId(), Reason: res.GetReason(),
-		Data: jsonOrNil(map[string]any{"provider": res.GetProvider(), "local_run_id": res.GetLocalRunId(), "pump_runtime_instance_id": pumpID,
-			"retryable": res.GetRetryable()})}
+		Data: jsonOrNil(dispatchData{LocalRunID: res.GetLocalRunId(), Provider: res.GetProvider(), PumpRuntimeInstanceID: pumpID,
+			Retryable: res.GetRetryable()})}
 	// The execution records the local run id when it starts (it marks the run running).
 	if res.GetOk() {
 		entry.Kind = messages.KindDispatch
@@ -177,4 +177,13 @@ func (d *Dispatcher) wait(ctx context.Context, run *messages.SharedRun, reason s
 	}); err != nil {
 		d.cfg.Log.Warn("note queue wait", zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
 	}
+}
+
+// dispatchData is the data of a dispatch outcome entry, its fields in the order of their names
+// (as the map it replaces encoded them).
+type dispatchData struct {
+	LocalRunID            string `json:"local_run_id"`
+	Provider              string `json:"provider"`
+	PumpRuntimeInstanceID string `json:"pump_runtime_instance_id"`
+	Retryable             bool   `json:"retryable"`
 }

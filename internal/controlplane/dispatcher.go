@@ -360,13 +360,27 @@ func reservationEntry(run *messages.SharedRun, x *messages.CapacityDescriptor, r
 // admissionEntry is the ledger record of a decision (listing only candidates the tenant may
 // see: other tenants' instance ids never reach a tenant's ledger).
 func admissionEntry(run *messages.SharedRun, dec admission.Decision) *messages.LedgerEntry {
-	var seen []map[string]any
+	var seen []admissionCandidate
 	for _, cd := range dec.Considered {
 		if cd.Visible {
-			seen = append(seen, map[string]any{"runtime_instance_id": cd.InstanceID, "eligible": cd.Eligible, "reason": cd.Reason})
+			seen = append(seen, admissionCandidate{Eligible: cd.Eligible, Reason: cd.Reason, RuntimeInstanceID: cd.InstanceID})
 		}
 	}
 	return &messages.LedgerEntry{Kind: messages.KindAdmission, SharedRunId: run.SharedRunId, ExecutionId: run.ExecutionId,
 		RuntimeInstanceId: dec.InstanceID, TenantId: run.GetSnapshot().GetTenantId(), Reason: dec.Reason,
-		Data: jsonOrNil(map[string]any{"decision": dec.Kind.String(), "fallback": dec.Fallback, "candidates": seen})}
+		Data: jsonOrNil(admissionData{Candidates: seen, Decision: dec.Kind.String(), Fallback: dec.Fallback})}
+}
+
+// admissionData is the data of an admission entry; its fields, and a candidate's, are in the
+// order of their names, as the maps they replace encoded them.
+type admissionData struct {
+	Candidates []admissionCandidate `json:"candidates"`
+	Decision   string               `json:"decision"`
+	Fallback   bool                 `json:"fallback"`
+}
+
+type admissionCandidate struct {
+	Eligible          bool   `json:"eligible"`
+	Reason            string `json:"reason"`
+	RuntimeInstanceID string `json:"runtime_instance_id"`
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dairuntime/dair/internal/store"
@@ -172,6 +173,9 @@ func (s *Store) FenceExecution(ctx context.Context, id, owner, fromInstance stri
 	return epoch, code == 1, nil
 }
 
+// stepStateEpochField is the field number of messages.StepState's epoch.
+const stepStateEpochField = 8
+
 // commitArgs builds the keys and arguments of one scriptCommit call, and the entries it
 // stores (copies of c.Ledger with At and ExecutionId set; Seq and an empty SharedRunId are the
 // script's to fill).
@@ -179,11 +183,16 @@ func (s *Store) commitArgs(c store.StepCommit) ([]string, []any, []*messages.Led
 	if c.Step == nil || c.Step.StepId == "" {
 		return nil, nil, nil, fmt.Errorf("redisstore: commit %s: missing step or step id", c.ExecutionID)
 	}
-	st := proto.Clone(c.Step).(*messages.StepState)
-	st.Epoch = c.Epoch
+	st := c.Step
 	pb, err := marshal("step state", st)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if st.Epoch != c.Epoch {
+		// The commit's epoch, as the step's last epoch field (a parser keeps a field's last
+		// value): the encoding of a copy with it set, without the copy (proto.Clone was 2% of
+		// a run's CPU).
+		pb = protowire.AppendVarint(protowire.AppendTag(pb, stepStateEpochField, protowire.VarintType), uint64(c.Epoch))
 	}
 	now := s.now().UnixNano()
 	mark, upb, tenant, err := usageArgs(c, now)
@@ -191,7 +200,7 @@ func (s *Store) commitArgs(c store.StepCommit) ([]string, []any, []*messages.Led
 		return nil, nil, nil, err
 	}
 	args := make([]any, 0, 8+2*len(c.Ledger))
-	args = append(args, c.Epoch, st.StepId, pb, st.Status, s.ledgerPrefix(), mark, upb, tenant)
+	args = append(args, c.Epoch, st.GetStepId(), pb, st.GetStatus(), s.ledgerPrefix(), mark, upb, tenant)
 	stored := make([]*messages.LedgerEntry, len(c.Ledger))
 	for i, le := range c.Ledger {
 		e := proto.Clone(le).(*messages.LedgerEntry)
