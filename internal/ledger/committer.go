@@ -178,14 +178,15 @@ func (c *Committer) shutdown() {
 }
 
 func (c *Committer) loop(ctx context.Context, ch chan Request) {
-	batch := make([]Request, 0, c.maxBatch)
+	buf := make([]Request, 0, c.maxBatch) // each cycle's batch, reused
+	var batch []Request
 	for {
 		select {
 		case r := <-ch:
-			batch = append(batch[:0], r)
+			batch = append(buf[:0], r)
 		case <-ctx.Done():
 			c.shutdown()
-			c.drain(ctx, ch, batch[:0])
+			c.drain(ctx, ch, buf[:0])
 			return
 		}
 		batch = c.fill(ch, batch)
@@ -299,7 +300,8 @@ func (c *Committer) drain(ctx context.Context, ch chan Request, batch []Request)
 // earlier request in the batch went to the other kind of write, so that every run's order
 // holds although appends are written before commits.
 func (c *Committer) writeSegment(ctx context.Context, batch []Request) []Request {
-	var appends, commits, later []Request
+	var appends, later []Request
+	commits := make([]Request, 0, len(batch))
 	hasCommit, deferred := map[string]bool{}, map[string]bool{}
 	for _, r := range batch {
 		switch {
