@@ -83,7 +83,7 @@ func TestDair_MCP_stdio(t *testing.T) {
 	other, _ := mcpStdio(t, "--server", url, "--token", n.Token(t, "globex", auth.RoleTenant))
 	res = mcptest.Call(t, other, mcpserver.ToolGetRun, map[string]any{"shared_run_id": sub.SharedRunID})
 	require.True(t, res.IsError, "another tenant's run is refused")
-	require.Contains(t, mcptest.Text(res), "HTTP 404", "another tenant's run answers like an unknown one")
+	require.Contains(t, mcptest.Text(res), "HTTP 403", "another tenant's run is forbidden (CONTRACT.md)")
 }
 
 func TestDair_MCP_http(t *testing.T) {

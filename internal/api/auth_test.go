@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,12 +59,12 @@ func TestServer_Auth_authenticationAndRoles(t *testing.T) {
 		{"own run", acme, "GET", runPath, "", 200},
 		{"own events", acme, "GET", "/v1/runs/" + acmeRun.SharedRunID + "/events", "", 200},
 		{"own ledger", acme, "GET", "/v1/executions/" + run.ExecutionID + "/ledger", "", 200},
-		{"cross-tenant run", globex, "GET", runPath, "", 404},
-		{"cross-tenant events", globex, "GET", runPath + "/events", "", 404},
-		{"cross-tenant cancel", globex, "POST", runPath + "/cancel", "", 404},
-		{"cross-tenant ledger", globex, "GET", "/v1/executions/" + run.ExecutionID + "/ledger", "", 404},
-		{"cross-tenant trace", globex, "GET", "/v1/executions/" + run.ExecutionID + "/trace", "", 404},
-		{"cross-tenant replay", globex, "POST", "/v1/executions/" + run.ExecutionID + "/replay", "", 404},
+		{"cross-tenant run", globex, "GET", runPath, "", 403},
+		{"cross-tenant events", globex, "GET", runPath + "/events", "", 403},
+		{"cross-tenant cancel", globex, "POST", runPath + "/cancel", "", 403},
+		{"cross-tenant ledger", globex, "GET", "/v1/executions/" + run.ExecutionID + "/ledger", "", 403},
+		{"cross-tenant trace", globex, "GET", "/v1/executions/" + run.ExecutionID + "/trace", "", 403},
+		{"cross-tenant replay", globex, "POST", "/v1/executions/" + run.ExecutionID + "/replay", "", 403},
 		{"cross-tenant list", globex, "GET", "/v1/runs?tenant_id=acme", "", 403},
 		{"cross-tenant submit", globex, "POST", "/v1/runs", `{"pipeline":"three","tenant_id":"acme"}`, 403},
 		{"cross-tenant invoke", globex, "POST", "/v1/sessions/s1/invoke", `{"pipeline":"three","tenant_id":"acme"}`, 403},
@@ -123,17 +124,33 @@ func TestServer_Auth_authenticationAndRoles(t *testing.T) {
 	t.Run("403 body", func(t *testing.T) {
 		viewer.callErr("GET", runPath, "", http.StatusForbidden, httpapi.CodeForbidden)
 	})
-	t.Run("another tenant's run answers like an unknown one", func(t *testing.T) {
-		// No existence oracle: the same status, code and message shape as an unknown id.
-		other := globex.callErr("GET", runPath, "", http.StatusNotFound, httpapi.CodeNotFound)
-		unknown := globex.callErr("GET", "/v1/runs/run-unknown", "", http.StatusNotFound, httpapi.CodeNotFound)
-		if other.Error.Message != "api: run \""+acmeRun.SharedRunID+"\" not found" ||
-			unknown.Error.Message != "api: run \"run-unknown\" not found" {
-			t.Fatalf("messages differ in shape: %q vs %q", other.Error.Message, unknown.Error.Message)
+	t.Run("another tenant's run is forbidden", func(t *testing.T) {
+		// CONTRACT.md: forbidden (other tenant) is 403; the message names nothing of the run's
+		// owner, and an unknown id stays 404.
+		other := globex.callErr("GET", runPath, "", http.StatusForbidden, httpapi.CodeForbidden)
+		if want := "api: run \"" + acmeRun.SharedRunID + "\" belongs to another tenant"; other.Error.Message != want {
+			t.Fatalf("message %q, want %q", other.Error.Message, want)
 		}
-		ex := globex.callErr("GET", "/v1/executions/"+run.ExecutionID+"/ledger", "", http.StatusNotFound, httpapi.CodeNotFound)
-		if ex.Error.Message != "api: execution \""+run.ExecutionID+"\" not found" {
-			t.Fatalf("execution message %q", ex.Error.Message)
+		if strings.Contains(other.Error.Message, "acme") {
+			t.Fatalf("message %q names the owner", other.Error.Message)
+		}
+		globex.callErr("GET", "/v1/runs/run-unknown", "", http.StatusNotFound, httpapi.CodeNotFound)
+		for _, p := range []string{"/events", "/cancel"} {
+			method := "GET"
+			if p == "/cancel" {
+				method = "POST"
+			}
+			globex.callErr(method, runPath+p, "", http.StatusForbidden, httpapi.CodeForbidden)
+		}
+		for _, p := range []string{"ledger", "trace", "replay"} {
+			method := "GET"
+			if p == "replay" {
+				method = "POST"
+			}
+			ex := globex.callErr(method, "/v1/executions/"+run.ExecutionID+"/"+p, "", http.StatusForbidden, httpapi.CodeForbidden)
+			if want := "api: execution \"" + run.ExecutionID + "\" belongs to another tenant"; ex.Error.Message != want {
+				t.Fatalf("%s: message %q, want %q", p, ex.Error.Message, want)
+			}
 		}
 	})
 }

@@ -40,9 +40,9 @@ type matrixRow struct {
 // TestServer_Endpoints_statusMatrix checks every endpoint of CONTRACT.md's HTTP API table (and
 // the usage endpoint) for its happy path and each error status that applies to it: 400
 // malformed or unknown-field JSON and bad query values, 404 unknown id, 401 without, with an
-// expired or with a badly signed token, 403 missing role and cross-tenant requests, 404 for
-// another tenant's run or execution (like an unknown id), 413 oversize and 423 suspended
-// tenant.
+// expired or with a badly signed token, 403 missing role and cross-tenant requests (another
+// tenant's run or execution too, CONTRACT.md's "forbidden (other tenant)"), 413 oversize and
+// 423 suspended tenant.
 func TestServer_Endpoints_statusMatrix(t *testing.T) {
 	const maxBody = 4096
 	f := newFixture(t, true, func(c *api.Config) { c.MaxBodyBytes = maxBody })
@@ -124,7 +124,7 @@ func TestServer_Endpoints_statusMatrix(t *testing.T) {
 		// GET /v1/runs/{id}
 		{"get run", acme, "GET", runP, "", 200, ""},
 		{"get unknown run", acme, "GET", "/v1/runs/run-nope", "", 404, httpapi.CodeNotFound},
-		{"get run cross-tenant", globex, "GET", runP, "", 404, httpapi.CodeNotFound},
+		{"get run cross-tenant", globex, "GET", runP, "", 403, httpapi.CodeForbidden},
 		{"get run missing role", viewer, "GET", runP, "", 403, httpapi.CodeForbidden},
 		// POST /v1/runs/{id}/pause|resume|cancel
 		{"pause", acme, "POST", liveP + "/pause", "", 200, ""},
@@ -132,7 +132,7 @@ func TestServer_Endpoints_statusMatrix(t *testing.T) {
 		{"control malformed body", acme, "POST", liveP + "/pause", malformed, 400, httpapi.CodeBadRequest},
 		{"control unknown field", acme, "POST", liveP + "/cancel", bodyField, 400, httpapi.CodeBadRequest},
 		{"control unknown run", acme, "POST", "/v1/runs/run-nope/pause", "", 404, httpapi.CodeNotFound},
-		{"control cross-tenant", globex, "POST", liveP + "/cancel", "", 404, httpapi.CodeNotFound},
+		{"control cross-tenant", globex, "POST", liveP + "/cancel", "", 403, httpapi.CodeForbidden},
 		{"control missing role", viewer, "POST", liveP + "/pause", "", 403, httpapi.CodeForbidden},
 		{"control finished run", acme, "POST", runP + "/cancel", "", 409, httpapi.CodeNotRunning},
 		{"resume suspended", frozen, "POST", "/v1/runs/" + frozenRun + "/resume", "", 423, httpapi.CodeTenantSuspended},
@@ -140,7 +140,7 @@ func TestServer_Endpoints_statusMatrix(t *testing.T) {
 		{"events", acme, "GET", runP + "/events", "", 200, ""},
 		{"events bad last event id", acme, "GET", runP + "/events?last_event_id=-3", "", 400, httpapi.CodeBadRequest},
 		{"events unknown run", acme, "GET", "/v1/runs/run-nope/events", "", 404, httpapi.CodeNotFound},
-		{"events cross-tenant", globex, "GET", runP + "/events", "", 404, httpapi.CodeNotFound},
+		{"events cross-tenant", globex, "GET", runP + "/events", "", 403, httpapi.CodeForbidden},
 		{"events missing role", viewer, "GET", runP + "/events", "", 403, httpapi.CodeForbidden},
 		// POST /v1/sessions/{session_id}/invoke
 		{"invoke", acme, "POST", "/v1/sessions/s1/invoke", `{"pipeline":"three","input":{"name":"i"}}`, 200, ""},
@@ -194,9 +194,9 @@ func TestServer_Endpoints_statusMatrix(t *testing.T) {
 		{"ledger unknown", acme, "GET", "/v1/executions/nope/ledger", "", 404, httpapi.CodeNotFound},
 		{"trace unknown", acme, "GET", "/v1/executions/nope/trace", "", 404, httpapi.CodeNotFound},
 		{"replay unknown", acme, "POST", "/v1/executions/nope/replay", "", 404, httpapi.CodeNotFound},
-		{"ledger cross-tenant", globex, "GET", execP + "/ledger", "", 404, httpapi.CodeNotFound},
-		{"trace cross-tenant", globex, "GET", execP + "/trace", "", 404, httpapi.CodeNotFound},
-		{"replay cross-tenant", globex, "POST", execP + "/replay", "", 404, httpapi.CodeNotFound},
+		{"ledger cross-tenant", globex, "GET", execP + "/ledger", "", 403, httpapi.CodeForbidden},
+		{"trace cross-tenant", globex, "GET", execP + "/trace", "", 403, httpapi.CodeForbidden},
+		{"replay cross-tenant", globex, "POST", execP + "/replay", "", 403, httpapi.CodeForbidden},
 		{"ledger missing role", viewer, "GET", execP + "/ledger", "", 403, httpapi.CodeForbidden},
 		// PUT /v1/pipelines/{key}, GET /v1/pipelines[/{key}]
 		{"put pipeline", admin, "PUT", "/v1/pipelines/three", threeStep, 200, ""},

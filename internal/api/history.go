@@ -11,8 +11,7 @@ import (
 )
 
 // authorizedExecution maps an execution id (or a shared run id) to its run and checks the
-// caller may act on the run's tenant. An execution of another tenant answers like an unknown
-// one (404 `api: execution "ID" not found`).
+// caller may act on the run's tenant. An execution of another tenant is 403, as its run is.
 func (s *server) authorizedExecution(r *http.Request, id string) (*messages.SharedRun, error) {
 	if err := requireRole(r, auth.RoleTenant); err != nil {
 		return nil, err

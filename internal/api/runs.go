@@ -97,9 +97,10 @@ func (s *server) submitRun(w http.ResponseWriter, r *http.Request) {
 }
 
 // authorizedRun loads run id and checks the caller may act on its tenant. A run of another
-// tenant answers exactly like an unknown one (404 `api: run "ID" not found`), so that run ids
-// cannot be probed across tenants; a caller without the tenant role gets 403 before any
-// lookup.
+// tenant is 403 (CONTRACT.md: forbidden, other tenant), naming neither the run's tenant nor
+// anything else of it; a caller without the tenant role gets 403 before any lookup. Run ids
+// carry 64 random bits, so the difference from an unknown id's 404 tells nothing a caller
+// could enumerate.
 func (s *server) authorizedRun(r *http.Request, id string) (*messages.SharedRun, error) {
 	return s.authorizedRunAs(r, id, "run", id)
 }
@@ -115,7 +116,7 @@ func (s *server) authorizedRunAs(r *http.Request, id, kind, shown string) (*mess
 		return nil, notFoundAs(err, kind, shown)
 	}
 	if !auth.FromContext(r.Context()).CanAccessTenant(run.TenantId) {
-		return nil, notFound(kind, shown)
+		return nil, forbidden("api: %s %q belongs to another tenant", kind, shown)
 	}
 	return run, nil
 }

@@ -157,9 +157,9 @@ func TestHTTPHandler_CallTool_refused(t *testing.T) {
 	}{
 		{"no token", anon, mcpserver.ToolGetRun, map[string]any{"shared_run_id": sub.SharedRunID}, httpapi.CodeUnauthenticated, "HTTP 401"},
 		{"bad token", garbage, mcpserver.ToolListRuns, map[string]any{}, httpapi.CodeUnauthenticated, "HTTP 401"},
-		{"other tenant's run", globex, mcpserver.ToolGetRun, map[string]any{"shared_run_id": sub.SharedRunID}, httpapi.CodeNotFound, "HTTP 404"},
-		{"other tenant's cancel", globex, mcpserver.ToolCancelRun, map[string]any{"shared_run_id": sub.SharedRunID}, httpapi.CodeNotFound, "HTTP 404"},
-		{"other tenant's ledger", globex, mcpserver.ToolGetLedger, map[string]any{"execution_id": run.ExecutionID}, httpapi.CodeNotFound, "HTTP 404"},
+		{"other tenant's run", globex, mcpserver.ToolGetRun, map[string]any{"shared_run_id": sub.SharedRunID}, httpapi.CodeForbidden, "HTTP 403"},
+		{"other tenant's cancel", globex, mcpserver.ToolCancelRun, map[string]any{"shared_run_id": sub.SharedRunID}, httpapi.CodeForbidden, "HTTP 403"},
+		{"other tenant's ledger", globex, mcpserver.ToolGetLedger, map[string]any{"execution_id": run.ExecutionID}, httpapi.CodeForbidden, "HTTP 403"},
 		{"tenant drains shared queue", acme, mcpserver.ToolDrainSharedQueue, map[string]any{}, httpapi.CodeForbidden, "HTTP 403"},
 		{"tenant lists instances", acme, mcpserver.ToolListInstances, map[string]any{}, httpapi.CodeForbidden, "HTTP 403"},
 		{"tenant puts tenant", acme, mcpserver.ToolPutTenant, map[string]any{"tenant_id": "acme", "isolation_mode": "dedicated"}, httpapi.CodeForbidden, "HTTP 403"},

@@ -126,8 +126,8 @@ func TestDashboard_tenantToken(t *testing.T) {
 	p.goTo("#/runs/" + acmeRun)
 	p.waitFor("acme's DAG in green", `document.querySelectorAll('.dag .node[data-status="succeeded"]').length === 2`)
 	p.goTo("#/runs/" + globexRun)
-	// Another tenant's run answers like an unknown one (no existence oracle).
-	p.waitFor("a 404 on globex's run", `document.querySelector('.error[data-status="404"]') && document.body.innerText.includes('Not found')`)
+	// Another tenant's run is forbidden (CONTRACT.md), and the page says so.
+	p.waitFor("a 403 on globex's run", `document.querySelector('.error[data-status="403"]') && document.body.innerText.includes('Not allowed')`)
 	p.goTo("#/instances")
 	p.waitFor("a 403 on instances", `document.querySelector('.error[data-status="403"]')`)
 	p.goTo("#/tenants")
