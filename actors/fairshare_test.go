@@ -26,8 +26,9 @@ const poolInstance = "runtime-instance-1"
 type starts struct {
 	hold time.Duration // how long each step holds its slot
 
-	mu     sync.Mutex // guards tenant, at
+	mu     sync.Mutex // guards tenant, run, at
 	tenant []string
+	run    []string
 	at     []time.Time
 
 	running, peak atomic.Int64
@@ -36,6 +37,7 @@ type starts struct {
 func (s *starts) Run(ctx context.Context, r *step.Request) (step.Result, error) {
 	s.mu.Lock()
 	s.tenant = append(s.tenant, r.TenantID)
+	s.run = append(s.run, r.SharedRunID)
 	s.at = append(s.at, time.Now())
 	s.mu.Unlock()
 	n := s.running.Add(1)
@@ -49,6 +51,13 @@ func (s *starts) Run(ctx context.Context, r *step.Request) (step.Result, error) 
 	case <-ctx.Done():
 	}
 	return step.Result{}, nil
+}
+
+// runsStarted is the ids of the runs started, in order.
+func (s *starts) runsStarted() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.run...)
 }
 
 func (s *starts) snapshot() ([]string, []time.Time) {
@@ -245,6 +254,61 @@ func TestQuota_maxConcurrentRuns(t *testing.T) {
 			require.True(t, sawWaiting, "no queued run showed the quota as its waiting reason")
 			reasonOnce(t, n, admission.ReasonTenantConcurrencyQuota, ids)
 		})
+	}
+}
+
+// TestDispatch_aTenantsRunsStartInQueueOrder: 15 runs of one tenant, submitted one after the
+// other, wait for 3 slots (a pool of 3, the fast path; or a max_concurrent_runs quota of 3 on
+// a bigger pool, the fair path). Each run starts in the wave of 3 its queue position gives it
+// (a run may swap with another of its own wave, whose deliveries race, never with a run of
+// another wave): before the fix, every waiting run of a cycle tried the slot a finished run
+// freed and the fastest write took it, so the head run could lose it wave after wave. A
+// waiting run records its wait reason once, and no run of this one node loses a slot it chose
+// to another of its dispatches (no `no-free-slot` reservation entry).
+func TestDispatch_aTenantsRunsStartInQueueOrder(t *testing.T) {
+	const runs, slots = 15, 3
+	for _, b := range testkit.Backends {
+		for _, path := range []string{"pool", "quota"} {
+			t.Run(string(b)+"/"+path, func(t *testing.T) {
+				s := &starts{hold: 150 * time.Millisecond}
+				tenant := &messages.TenantSettings{TenantId: "fifo"}
+				poolSlots := slots
+				if path == "quota" {
+					tenant.MaxConcurrentRuns, poolSlots = slots, 8
+				}
+				n := startPool(t, b, poolSlots, s, tenant)
+				ctx := context.Background()
+				ids := make([]string, runs)
+				for i := range ids {
+					run, err := n.Submit(ctx, actors.SubmitRequest{Pipeline: "short", Snapshot: tenantSnap("fifo")})
+					require.NoError(t, err)
+					ids[i] = run.SharedRunId
+				}
+				waitStarted(t, s, runs, 60*time.Second)
+				started := s.runsStarted()
+				pos := map[string]int{}
+				for i, id := range started {
+					pos[id] = i
+				}
+				for i, id := range ids {
+					require.Contains(t, pos, id, "run %d never started", i)
+					require.Equal(t, i/slots, pos[id]/slots, "run %d (%s) started %dth, in wave %d, not in its own wave %d; start order %v",
+						i, id, pos[id], pos[id]/slots, i/slots, started)
+				}
+				for _, id := range ids {
+					_, entries := ledgerKinds(t, n, id)
+					var last string
+					for _, e := range entries {
+						require.False(t, e.Kind == messages.KindReservation && e.Reason == "no-free-slot",
+							"run %s lost a slot it chose: %v", id, entries)
+						if e.Kind == messages.KindAdmission && e.RuntimeInstanceId == "" {
+							require.NotEqual(t, last, e.Reason, "run %s recorded wait reason %s twice in a row", id, e.Reason)
+							last = e.Reason
+						}
+					}
+				}
+			})
+		}
 	}
 }
 

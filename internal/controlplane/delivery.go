@@ -45,7 +45,10 @@ func (d *Dispatcher) deliver(ctx context.Context, run *messages.SharedRun, x *me
 		}
 		return Requeue, fmt.Errorf("mark run dispatched: %w", err)
 	}
-	return d.deliverMarked(ctx, upd, x, pumpID, false, pre...)
+	// The decision's entries are written before the delivery, not with its outcome: the
+	// execution's start, which the delivery may write first, follows them in the ledger.
+	d.cfg.Ledger.Record(ctx, pre...)
+	return d.deliverMarked(ctx, upd, x, pumpID, false)
 }
 
 // handOver delivers a run that Assign marked dispatched to x (its queue entry is gone: a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -132,6 +133,8 @@ type Dispatcher struct {
 	// starter is st's assign-and-start capability, or nil (also without a Prestarter).
 	starter store.StartingAssigner
 	view    *instanceView
+	// inflight counts the slots of dispatches whose hold is being written (inflight.go).
+	inflight *inflight
 	// waiting is set when the last cycle left claimed runs queued: no hand-off overtakes them.
 	waiting atomic.Bool
 	// fair is nil over a store without per-tenant queues (see FairStore).
@@ -143,7 +146,7 @@ func NewDispatcher(st DispatcherStore, cfg DispatcherConfig) (*Dispatcher, error
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	d := &Dispatcher{st: st, cfg: cfg.withDefaults()}
+	d := &Dispatcher{st: st, cfg: cfg.withDefaults(), inflight: newInflight()}
 	if fs, ok := st.(FairStore); ok {
 		d.fair = &fairness{st: fs}
 	}
@@ -194,12 +197,15 @@ func (d *Dispatcher) Cycle(ctx context.Context, pumpID string) (claimed, settled
 	var done atomic.Int64
 	sem := make(chan struct{}, d.cfg.Parallelism)
 	var wg sync.WaitGroup
-	for _, cl := range claims {
+	ts := turns(len(claims)) // the runs decide in claim (fair plan) order
+	for i, cl := range claims {
+		tn := ts[i]
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() { // joined by wg.Wait below
 			defer func() { <-sem; wg.Done() }()
-			if d.settle(ctx, cl, pumpID, insts) == Done {
+			defer tn.pass()
+			if d.settle(ctx, cl, pumpID, insts, tn) == Done {
 				done.Add(1)
 			}
 		}()
@@ -210,8 +216,8 @@ func (d *Dispatcher) Cycle(ctx context.Context, pumpID string) (claimed, settled
 }
 
 // settle dispatches one claimed run and acks or releases its claim.
-func (d *Dispatcher) settle(ctx context.Context, cl store.Claim, pumpID string, insts []*messages.CapacityDescriptor) Outcome {
-	out, err := d.DispatchRun(ctx, cl.RunID, pumpID, insts)
+func (d *Dispatcher) settle(ctx context.Context, cl store.Claim, pumpID string, insts []*messages.CapacityDescriptor, tn *turn) Outcome {
+	out, err := d.dispatchRun(ctx, cl.RunID, pumpID, insts, tn)
 	if err != nil {
 		d.cfg.Log.Warn("dispatch run", zap.String("shared_run_id", cl.RunID), zap.Error(err))
 	}
@@ -235,6 +241,12 @@ func (d *Dispatcher) queueDepth(ctx context.Context) {
 // DispatchRun runs admission for one queued run and carries out the decision. insts is the
 // registry snapshot to decide on (a pump cycle reads it once for its whole batch); nil reads it.
 func (d *Dispatcher) DispatchRun(ctx context.Context, runID, pumpID string, insts []*messages.CapacityDescriptor) (Outcome, error) {
+	return d.dispatchRun(ctx, runID, pumpID, insts, nil)
+}
+
+// dispatchRun is DispatchRun deciding in turn tn (nil: at once).
+func (d *Dispatcher) dispatchRun(ctx context.Context, runID, pumpID string, insts []*messages.CapacityDescriptor, tn *turn) (Outcome, error) {
+	defer tn.pass()
 	run, err := d.st.GetRun(ctx, runID)
 	if errors.Is(err, store.ErrNotFound) {
 		return Done, nil
@@ -270,7 +282,13 @@ func (d *Dispatcher) DispatchRun(ctx context.Context, runID, pumpID string, inst
 		}
 		reserved[x.RuntimeInstanceId] = n
 	}
-	return d.admit(ctx, run, t, insts, reserved, pumpID)
+	tn.wait(ctx)
+	if reason, ok := tn.blocked(snap.TenantId); ok {
+		// A run of the tenant ahead of this one waits: this one waits behind it.
+		d.wait(ctx, run, reason, admissionEntry(run, admission.Decision{Kind: admission.QueueGlobally, Reason: reason}))
+		return Requeue, nil
+	}
+	return d.admit(ctx, run, t, insts, reserved, pumpID, tn)
 }
 
 // admit asks admission and carries out its decision; a reservation refused on a full instance
@@ -278,11 +296,14 @@ func (d *Dispatcher) DispatchRun(ctx context.Context, runID, pumpID string, inst
 // A run that keeps waiting is recorded once per wait reason, not on every pump cycle (where
 // "every chosen instance was full" is one reason, whatever admission said after it).
 func (d *Dispatcher) admit(ctx context.Context, run *messages.SharedRun, t *messages.TenantSettings, insts []*messages.CapacityDescriptor,
-	reserved map[string]int, pumpID string) (Outcome, error) {
+	held map[string]int, pumpID string, tn *turn) (Outcome, error) {
+	reserved := maps.Clone(held)
+	d.inflight.add(reserved) // held is the store's counts; decisions also count the slots in flight
 	in := admission.Input{Snapshot: run.Snapshot, Tenant: t, Instances: insts, Reserved: reserved, HeartbeatTimeout: d.cfg.HeartbeatTTL,
 		Contended: d.contended(run.GetSnapshot().GetTenantId())}
 	pendingKnown := false
 	var full []*messages.LedgerEntry // refused reservations, recorded with the last decision
+	busyWaits := 0
 	for try := 0; try < 3; try++ {
 		in.Now = d.cfg.Now()
 		dec := admission.Decide(in)
@@ -297,14 +318,45 @@ func (d *Dispatcher) admit(ctx context.Context, run *messages.SharedRun, t *mess
 		}
 		admitted := admissionEntry(run, dec)
 		d.cfg.Metrics.Admission(dec.Kind.String(), dec.Reason)
+		if dec.Kind != admission.AssignToInstance && dec.Kind != admission.QueueGlobally {
+			tn.pass() // the next run's decision need not wait for this one's park or rejection
+		}
 		switch dec.Kind {
 		case admission.AssignToInstance:
 			x := find(insts, dec.InstanceID)
-			reservation, held, err := d.reserve(ctx, run, t, x)
+			release, busy, ok := d.inflight.take(x, held[x.RuntimeInstanceId])
+			if !ok {
+				if busy != nil && busyWaits < maxBusyWaits && awaitBusy(ctx, busy) {
+					// A dispatch in flight is taking the slot: once it answered, decide again
+					// on the instance's fresh count (this wait is not a try).
+					busyWaits++
+					n, err := d.st.ReservationCount(ctx, x.RuntimeInstanceId)
+					if err != nil {
+						return Requeue, fmt.Errorf("count reservations: %w", err)
+					}
+					held[x.RuntimeInstanceId] = n
+					reserved[x.RuntimeInstanceId] = n + d.inflight.count(x.RuntimeInstanceId)
+					try--
+					continue
+				}
+				reserved[x.RuntimeInstanceId] = int(x.MaxConcurrentRuns)
+				continue
+			}
+			if !quotaBound(t) {
+				tn.pass()
+			}
+			// A quota-bound tenant's next run decides once this hold answered: the quota's
+			// count is only known from the store's answer, and runs deciding on stale counts
+			// would take (and lose) the instance's slots meanwhile.
+			reservation, hold, err := d.reserve(ctx, run, t, x)
+			release()
 			if err != nil {
 				return Requeue, err
 			}
-			switch held {
+			if hold == slotHeld {
+				tn.pass()
+			}
+			switch hold {
 			case slotTenantFull: // the next decision waits for the tenant's quota
 				in.TenantActive = int(t.MaxConcurrentRuns)
 				continue
@@ -323,6 +375,7 @@ func (d *Dispatcher) admit(ctx context.Context, run *messages.SharedRun, t *mess
 			if len(full) > 0 && !quotaWait(reason) {
 				reason = d.fullReason(run)
 			}
+			tn.block(run.GetSnapshot().GetTenantId(), reason) // the tenant's later runs wait behind this one
 			d.wait(ctx, run, reason, append(full, admitted)...)
 			return Requeue, nil
 		case admission.RequestScaleOut:
@@ -333,6 +386,7 @@ func (d *Dispatcher) admit(ctx context.Context, run *messages.SharedRun, t *mess
 			return Done, d.reject(ctx, run, dec.Reason)
 		}
 	}
+	tn.block(run.GetSnapshot().GetTenantId(), d.fullReason(run))
 	d.wait(ctx, run, d.fullReason(run), full...)
 	return Requeue, nil
 }

@@ -125,7 +125,29 @@ func (d *Dispatcher) claim(ctx context.Context, pumpID string) ([]store.Claim, e
 	if len(plan) == 0 {
 		return d.st.Claim(ctx, pumpID, d.cfg.Batch, d.cfg.QueueVisibility)
 	}
-	return d.claimPlan(ctx, pumpID, plan)
+	return d.claimPlan(ctx, pumpID, append(plan, behindQuota(in, plan)...))
+}
+
+// behindQuota returns, for each tenant of backlog whose quota bounds its room below its
+// pending runs, up to fairSlack more of its runs than plan takes: claimed after the planned
+// runs, they decide after the tenant's planned runs and, when those wait for the quota, wait
+// behind them for the same reason (cycleWaits), so the runs queued behind a tenant's head show
+// why they wait too; they take no planned run's place.
+func behindQuota(backlog []admission.Backlog, plan []string) []string {
+	planned := map[string]int{}
+	for _, id := range plan {
+		planned[id]++
+	}
+	var out []string
+	for _, b := range backlog {
+		if b.Room < 0 {
+			continue
+		}
+		for range min(b.Pending-planned[b.TenantID], fairSlack) {
+			out = append(out, b.TenantID)
+		}
+	}
+	return out
 }
 
 // fairSlack is how many runs a fair claim takes beyond the free run slots it sees: enough to

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 
@@ -91,12 +92,15 @@ func (d *Dispatcher) cycleFast(ctx context.Context, pumpID string) (claimed, set
 	var done atomic.Int64
 	sem := make(chan struct{}, d.cfg.Parallelism)
 	var wg sync.WaitGroup
-	for _, cl := range claims {
+	ts := turns(len(claims)) // the runs decide in queue order
+	for i, cl := range claims {
+		tn := ts[i]
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() { // joined by wg.Wait below
 			defer func() { <-sem; wg.Done() }()
-			if d.settleFast(ctx, cl, pumpID) == Done {
+			defer tn.pass()
+			if d.settleFast(ctx, cl, pumpID, tn) == Done {
 				done.Add(1)
 			}
 		}()
@@ -106,10 +110,10 @@ func (d *Dispatcher) cycleFast(ctx context.Context, pumpID string) (claimed, set
 	return len(claims), int(done.Load()), nil
 }
 
-// settleFast dispatches one claimed run and acks or releases its claim (an assignment removed
-// the queue entry already).
-func (d *Dispatcher) settleFast(ctx context.Context, cl store.ClaimedRun, pumpID string) Outcome {
-	out, assigned, err := d.dispatchVersioned(ctx, cl.Run, cl.Version, pumpID, false)
+// settleFast dispatches one claimed run, deciding in its turn, and acks or releases its claim
+// (an assignment removed the queue entry already).
+func (d *Dispatcher) settleFast(ctx context.Context, cl store.ClaimedRun, pumpID string, tn *turn) Outcome {
+	out, assigned, err := d.dispatchVersioned(ctx, cl.Run, cl.Version, pumpID, false, tn)
 	if err != nil {
 		d.cfg.Log.Warn("dispatch run", zap.String("shared_run_id", cl.RunID), zap.Error(err))
 	}
@@ -144,7 +148,7 @@ func (d *Dispatcher) HandOff(ctx context.Context, run *messages.SharedRun, pumpI
 	if ok, err := d.fastAllowed(ctx, run.GetSnapshot().GetTenantId()); !ok || err != nil {
 		return false, err
 	}
-	_, assigned, err := d.dispatchVersioned(ctx, run, store.NewRunVersion, pumpID, true, pre...)
+	_, assigned, err := d.dispatchVersioned(ctx, run, store.NewRunVersion, pumpID, true, nil, pre...)
 	return assigned, err
 }
 
@@ -155,15 +159,16 @@ func (d *Dispatcher) DispatchCreated(ctx context.Context, run *messages.SharedRu
 	if ok, err := d.fastAllowed(ctx, run.GetSnapshot().GetTenantId()); !ok || err != nil {
 		return d.DispatchRun(ctx, run.SharedRunId, pumpID, nil)
 	}
-	out, _, err := d.dispatchVersioned(ctx, run, store.CreatedRunVersion, pumpID, false)
+	out, _, err := d.dispatchVersioned(ctx, run, store.CreatedRunVersion, pumpID, false, nil)
 	return out, err
 }
 
-// dispatchVersioned decides for run (read at version ver) and carries the decision out. With
-// onlyAssign, a decision other than an assignment on the cached view changes nothing and
-// returns Requeue. It reports whether this call assigned the run.
+// dispatchVersioned decides for run (read at version ver), in its turn tn (nil: at once), and
+// carries the decision out. With onlyAssign, a decision other than an assignment on the cached
+// view changes nothing and returns Requeue. It reports whether this call assigned the run.
 func (d *Dispatcher) dispatchVersioned(ctx context.Context, run *messages.SharedRun, ver int64, pumpID string, onlyAssign bool,
-	pre ...*messages.LedgerEntry) (Outcome, bool, error) {
+	tn *turn, pre ...*messages.LedgerEntry) (Outcome, bool, error) {
+	defer tn.pass()
 	if run == nil || run.Status != messages.RunQueued {
 		return Done, false, nil // gone, or already dispatched, parked or final: a stale queue entry
 	}
@@ -182,10 +187,16 @@ func (d *Dispatcher) dispatchVersioned(ctx context.Context, run *messages.Shared
 		if onlyAssign {
 			return Requeue, false, nil
 		}
-		out, err := d.DispatchRun(ctx, run.SharedRunId, pumpID, nil)
+		out, err := d.dispatchRun(ctx, run.SharedRunId, pumpID, nil, tn)
 		return out, false, err
 	}
-	f := fastDecision{d: d, run: run, ver: ver, t: t, pumpID: pumpID, pending: -1, pre: pre}
+	tn.wait(ctx)
+	if reason, ok := tn.blocked(snap.TenantId); ok {
+		// A run of the tenant ahead of this one waits: this one waits behind it.
+		d.wait(ctx, run, reason, admissionEntry(run, admission.Decision{Kind: admission.QueueGlobally, Reason: reason}))
+		return Requeue, false, nil
+	}
+	f := fastDecision{d: d, run: run, ver: ver, t: t, pumpID: pumpID, pending: -1, pre: pre, turn: tn}
 	for try := 0; try < maxAssignTries; try++ {
 		out, assigned, next, err := f.step(ctx, onlyAssign)
 		if !next {
@@ -193,6 +204,7 @@ func (d *Dispatcher) dispatchVersioned(ctx context.Context, run *messages.Shared
 		}
 	}
 	if !onlyAssign { // a hand-off's run may not be stored: its caller queues it, nothing to note
+		tn.block(snap.TenantId, ReasonNoFreeSlot)
 		d.wait(ctx, f.run, ReasonNoFreeSlot, f.full...)
 	}
 	return Requeue, false, nil
@@ -209,8 +221,13 @@ type fastDecision struct {
 	pending int                     // pending scale-outs, once read (-1: not read)
 	full    []*messages.LedgerEntry // refused reservations, recorded with the last decision
 	pre     []*messages.LedgerEntry // entries written with the assignment only (HandOff)
-	// versions are the registry versions of the view the last decision was taken on.
+	// versions are the registry versions of the view the last decision was taken on, held
+	// its holds without the slots in flight (inflight).
 	versions map[string]int64
+	held     map[string]int
+	turn     *turn // passed once the first decision is taken (and its slot counted in flight)
+	// busyWaits counts the waits for slots in flight (inflight.take).
+	busyWaits int
 }
 
 // step takes one decision and carries it out; next reports that another decision is needed.
@@ -230,8 +247,21 @@ func (f *fastDecision) step(ctx context.Context, onlyAssign bool) (out Outcome, 
 		}
 		return f.settle(ctx, dec)
 	}
-	d.cfg.Metrics.Admission(dec.Kind.String(), dec.Reason)
 	x := find(insts, dec.InstanceID)
+	release, busy, ok := d.inflight.take(x, f.held[x.RuntimeInstanceId])
+	if !ok {
+		// The slot the view shows is being taken by a dispatch in flight: once it answered,
+		// decide again on counts that include it.
+		if busy != nil && f.busyWaits < maxBusyWaits && awaitBusy(ctx, busy) {
+			f.busyWaits++
+			return Requeue, false, true, nil
+		}
+		f.d.view.full(x.RuntimeInstanceId, int(x.MaxConcurrentRuns))
+		return Requeue, false, true, nil
+	}
+	defer release()
+	f.turn.pass()
+	d.cfg.Metrics.Admission(dec.Kind.String(), dec.Reason)
 	upd := proto.Clone(f.run).(*messages.SharedRun)
 	upd.Status, upd.AssignedRuntimeInstanceId, upd.PumpRuntimeInstanceId = messages.RunDispatched, x.RuntimeInstanceId, f.pumpID
 	upd.Attempts++
@@ -245,7 +275,13 @@ func (f *fastDecision) step(ctx context.Context, onlyAssign bool) (out Outcome, 
 	if err != nil {
 		return Requeue, false, false, fmt.Errorf("assign %s: %w", x.RuntimeInstanceId, err)
 	}
-	d.view.held(x.RuntimeInstanceId, held)
+	switch res {
+	case store.Assigned:
+		d.view.assigned(x.RuntimeInstanceId)
+	case store.InstanceFull:
+		d.view.full(x.RuntimeInstanceId, held)
+	}
+	release() // the view's holds include it now, if it was written
 	switch res {
 	case store.Assigned:
 		return d.handOver(ctx, upd, x, f.pumpID), true, false, nil
@@ -297,8 +333,9 @@ func (f *fastDecision) decide(ctx context.Context) (admission.Decision, []*messa
 	if err != nil {
 		return admission.Decision{}, nil, err
 	}
-	f.versions = v.versions
-	insts, reserved := v.insts, v.reserved
+	f.versions, f.held = v.versions, v.reserved
+	insts, reserved := v.insts, maps.Clone(v.reserved)
+	d.inflight.add(reserved)
 	insts = d.cfg.Circuits.Overlay(insts, d.cfg.Now())
 	if d.cfg.Members != nil {
 		insts = MemberOverlay(insts, d.cfg.Members())
@@ -322,12 +359,16 @@ func (f *fastDecision) settle(ctx context.Context, dec admission.Decision) (Outc
 	d := f.d
 	admitted := admissionEntry(f.run, dec)
 	d.cfg.Metrics.Admission(dec.Kind.String(), dec.Reason)
+	if dec.Kind != admission.QueueGlobally {
+		f.turn.pass()
+	}
 	switch dec.Kind {
 	case admission.QueueGlobally:
 		reason := dec.Reason
 		if len(f.full) > 0 {
 			reason = ReasonNoFreeSlot
 		}
+		f.turn.block(f.run.GetSnapshot().GetTenantId(), reason) // the tenant's later runs wait behind this one
 		d.wait(ctx, f.run, reason, append(f.full, admitted)...)
 		return Requeue, false, false, nil
 	case admission.RequestScaleOut:

@@ -34,10 +34,11 @@ type instanceView struct {
 	ttl time.Duration
 	now func() time.Time
 
-	mu        sync.Mutex // guards insts, versions, reserved, at and reloading
+	mu        sync.Mutex // guards insts, versions, reserved, landed, at and reloading
 	insts     []*messages.CapacityDescriptor
 	versions  map[string]int64
 	reserved  map[string]int
+	landed    map[string]int64 // holds this dispatcher's assignments added, per instance (ever)
 	at        time.Time
 	reloading bool // a caller is reading the view from the store
 }
@@ -57,6 +58,7 @@ func (v *instanceView) get(ctx context.Context, fresh bool) (viewData, error) {
 		return out, nil
 	}
 	v.reloading = true
+	landed := maps.Clone(v.landed) // the assignments that land during the read are added to it
 	v.mu.Unlock()
 	defer func() {
 		v.mu.Lock()
@@ -78,17 +80,39 @@ func (v *instanceView) get(ctx context.Context, fresh bool) (viewData, error) {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	for id := range out.reserved {
+		// Holds that this dispatcher's assignments added while the read ran may be missing
+		// from it: count them (one that the read saw is counted twice, which only costs a
+		// fresh read later; one missed would be a slot chosen that is gone).
+		out.reserved[id] += int(v.landed[id] - landed[id])
+	}
 	if at.After(v.at) {
 		v.insts, v.versions, v.reserved, v.at = insts, out.versions, maps.Clone(out.reserved), at
 	}
 	return out, nil
 }
 
-// held records the live hold count of instanceID a reservation answered.
-func (v *instanceView) held(instanceID string, n int) {
+// assigned records that an assignment added a hold on instanceID. The view counts it on top of
+// what it read rather than taking the hold count the assignment answered: concurrent
+// assignments answer in any order, and the count of an earlier one would undo a later one.
+func (v *instanceView) assigned(instanceID string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.landed == nil {
+		v.landed = map[string]int64{}
+	}
+	v.landed[instanceID]++
+	if v.reserved != nil {
+		v.reserved[instanceID]++
+	}
+}
+
+// full records that an assignment found instanceID with n holds, at its limit: the view counts
+// at least that many until its next read.
+func (v *instanceView) full(instanceID string, n int) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.reserved != nil {
-		v.reserved[instanceID] = n
+		v.reserved[instanceID] = max(v.reserved[instanceID], n)
 	}
 }

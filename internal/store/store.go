@@ -147,17 +147,18 @@ type Queue interface {
 	// Enqueue makes runID pending. Enqueuing a pending or claimed run is a no-op.
 	Enqueue(ctx context.Context, runID string) error
 	// Claim takes up to max pending items for pumpID. Items whose claims timed out (their pump
-	// died) are pending again before the claim is taken. A claimed item becomes pending again
+	// died) are pending again, in their places, before the claim is taken. A claimed item becomes pending again
 	// after visibility unless acked or released.
 	Claim(ctx context.Context, pumpID string, max int, visibility time.Duration) ([]Claim, error)
 	// Ack removes a claimed item from the queue. It returns ErrClaimLost when the token no longer
 	// holds the item (the claim timed out and another pump took it).
 	Ack(ctx context.Context, c Claim) error
-	// Release makes a claimed item pending again at once.
+	// Release makes a claimed item pending again at once, in the place it was claimed from
+	// (ahead of the items queued after it).
 	Release(ctx context.Context, c Claim) error
-	// ReleaseClaimsOf makes every item claimed by pumpID pending again at once, without
-	// waiting for visibility: the pump is known dead (its member was declared dead, or its
-	// node restarted). It returns how many items it released.
+	// ReleaseClaimsOf makes every item claimed by pumpID pending again at once, each in its
+	// place, without waiting for visibility: the pump is known dead (its member was declared
+	// dead, or its node restarted). It returns how many items it released.
 	ReleaseClaimsOf(ctx context.Context, pumpID string) (int, error)
 	// QueueDepth returns the pending and claimed counts.
 	QueueDepth(ctx context.Context) (pending, claimed int64, err error)

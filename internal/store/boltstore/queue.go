@@ -18,38 +18,55 @@ import (
 type queueItem struct {
 	claimed  bool
 	at       int64 // pending: sequence; claimed: deadline (ns)
+	seq      int64 // claimed: the sequence it was pending at (0: unknown, a claim of an older store)
 	token    string
 	indexKey []byte // key in queue_pending or queue_claims
 }
 
+// Encoded queue items: a flag byte (0 pending, 1 claimed, 2 claimed with its sequence), at,
+// for flag 2 the sequence, then the token.
 func (q queueItem) encode() []byte {
-	b := make([]byte, 0, 9+len(q.token))
-	if q.claimed {
-		b = append(b, 1)
-	} else {
-		b = append(b, 0)
+	b := make([]byte, 0, 17+len(q.token))
+	switch {
+	case q.claimed && q.seq > 0:
+		b = append(append(b, 2), orderedTime(q.at)...)
+		b = append(b, orderedTime(q.seq)...)
+	case q.claimed:
+		b = append(append(b, 1), orderedTime(q.at)...)
+	default:
+		b = append(append(b, 0), orderedTime(q.at)...)
 	}
-	b = append(b, orderedTime(q.at)...)
 	return append(b, q.token...)
 }
 
 func decodeQueueItem(runID string, v []byte) (queueItem, error) {
-	if len(v) < 9 {
+	if len(v) < 9 || (v[0] == 2 && len(v) < 17) {
 		return queueItem{}, fmt.Errorf("decode queue item %s: short value", runID)
 	}
-	q := queueItem{claimed: v[0] == 1, at: decodeTime(v[1:9]), token: string(v[9:])}
+	q := queueItem{claimed: v[0] != 0, at: decodeTime(v[1:9]), token: string(v[9:])}
+	if v[0] == 2 {
+		q.seq, q.token = decodeTime(v[9:17]), string(v[17:])
+	}
 	q.indexKey = concat(v[1:9], []byte(runID))
 	return q, nil
 }
 
 // makePending puts runID at the tail of the pending order, and of its tenant's.
-func makePending(tx *bolt.Tx, runID string) error {
+func makePending(tx *bolt.Tx, runID string) error { return makePendingAt(tx, runID, 0) }
+
+// makePendingAt puts runID at sequence seq of the pending order, and of its tenant's: back in
+// the place it was claimed from, so a released run does not lose its turn to the runs queued
+// after it; at the tail when seq is 0.
+func makePendingAt(tx *bolt.Tx, runID string, seq int64) error {
 	pending := tx.Bucket(bQueuePending)
-	seq, err := pending.NextSequence()
-	if err != nil {
-		return fmt.Errorf("queue sequence: %w", err)
+	if seq <= 0 {
+		next, err := pending.NextSequence()
+		if err != nil {
+			return fmt.Errorf("queue sequence: %w", err)
+		}
+		seq = int64(next)
 	}
-	q := queueItem{at: int64(seq)}
+	q := queueItem{at: seq}
 	if err := tx.Bucket(bQueueItems).Put([]byte(runID), q.encode()); err != nil {
 		return fmt.Errorf("enqueue %s: %w", runID, err)
 	}
@@ -181,7 +198,7 @@ func claimItems(tx *bolt.Tx, pumpID string, runIDs []string, now int64, visibili
 		if err != nil {
 			return nil, err
 		}
-		q = queueItem{claimed: true, at: deadline(now, visibility), token: token}
+		q = queueItem{claimed: true, at: deadline(now, visibility), seq: q.at, token: token}
 		if err := tx.Bucket(bQueueItems).Put([]byte(runID), q.encode()); err != nil {
 			return nil, fmt.Errorf("claim %s: %w", runID, err)
 		}
@@ -205,7 +222,12 @@ func reclaimExpired(tx *bolt.Tx, now int64) error {
 		if err := claims.Delete(k); err != nil {
 			return fmt.Errorf("reclaim: %w", err)
 		}
-		if err := makePending(tx, string(k[8:])); err != nil {
+		runID := string(k[8:])
+		q, _, err := loadQueueItem(tx, runID)
+		if err != nil {
+			return err
+		}
+		if err := makePendingAt(tx, runID, q.seq); err != nil {
 			return err
 		}
 	}
@@ -242,7 +264,7 @@ func (s *Store) Ack(ctx context.Context, c store.Claim) error {
 	return wrap("ack", c.RunID, err)
 }
 
-// Release makes c's item pending again at the tail, or returns store.ErrClaimLost.
+// Release makes c's item pending again at its place, or returns store.ErrClaimLost.
 func (s *Store) Release(ctx context.Context, c store.Claim) error {
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		q, err := checkClaim(tx, c)
@@ -252,12 +274,12 @@ func (s *Store) Release(ctx context.Context, c store.Claim) error {
 		if err := unindex(tx, q); err != nil {
 			return err
 		}
-		return makePending(tx, c.RunID)
+		return makePendingAt(tx, c.RunID, q.seq)
 	})
 	return wrap("release", c.RunID, err)
 }
 
-// ReleaseClaimsOf makes every item claimed by pumpID pending again at the tail.
+// ReleaseClaimsOf makes every item claimed by pumpID pending again at its place.
 func (s *Store) ReleaseClaimsOf(ctx context.Context, pumpID string) (int, error) {
 	n := 0
 	prefix := pumpID + "/"
@@ -279,7 +301,7 @@ func (s *Store) ReleaseClaimsOf(ctx context.Context, pumpID string) (int, error)
 			if err := unindex(tx, q); err != nil {
 				return err
 			}
-			if err := makePending(tx, runID); err != nil {
+			if err := makePendingAt(tx, runID, q.seq); err != nil {
 				return err
 			}
 			n++

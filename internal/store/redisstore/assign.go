@@ -90,13 +90,13 @@ local t = redis.call('HGET', KEYS[6], id)
 if t then
   qunpend(id)
   redis.call('ZREM', KEYS[2], id)
-  redis.call('HDEL', KEYS[3], id)
+  redis.call('HDEL', KEYS[3], id, 's:' .. id)
   redis.call('HDEL', KEYS[6], id)
   if redis.call('HINCRBY', KEYS[7], t, -1) <= 0 then redis.call('HDEL', KEYS[7], t) end
 else
   redis.call('ZREM', KEYS[1], id)
   redis.call('ZREM', KEYS[2], id)
-  redis.call('HDEL', KEYS[3], id)
+  redis.call('HDEL', KEYS[3], id, 's:' .. id)
 end
 for i = 11, #ARGV do redis.call('RPUSH', KEYS[10], ARGV[i]) end
 return {0, redis.call('ZCARD', KEYS[9])}

@@ -64,7 +64,7 @@ func (s *Store) EnqueueTenant(ctx context.Context, tenantID, runID string) error
 	return err
 }
 
-// Claim returns timed-out claims to the pending tail, then claims up to max oldest pending
+// Claim returns timed-out claims to their places in the pending order, then claims up to max oldest pending
 // items for visibility, each with a fresh token.
 func (s *Store) Claim(ctx context.Context, pumpID string, max int, visibility time.Duration) ([]store.Claim, error) {
 	if max < 0 {
@@ -121,7 +121,7 @@ func (s *Store) Ack(ctx context.Context, c store.Claim) error {
 	return nil
 }
 
-// Release makes a claimed item pending again at the tail, or returns store.ErrClaimLost when
+// Release makes a claimed item pending again at its place, or returns store.ErrClaimLost when
 // c.Token no longer holds it.
 func (s *Store) Release(ctx context.Context, c store.Claim) error {
 	res, err := s.runScript(ctx, "release "+c.RunID, scriptRelease, s.qKeys(), s.qArgs(c.RunID, c.Token)...)
@@ -134,7 +134,7 @@ func (s *Store) Release(ctx context.Context, c store.Claim) error {
 	return nil
 }
 
-// ReleaseClaimsOf makes every item claimed by pumpID pending again at the tail.
+// ReleaseClaimsOf makes every item claimed by pumpID pending again at its place.
 func (s *Store) ReleaseClaimsOf(ctx context.Context, pumpID string) (int, error) {
 	res, err := s.runScript(ctx, "release claims of "+pumpID, scriptReleaseOwner, s.qKeys(), s.qArgs(pumpID+"/")...)
 	if err != nil {

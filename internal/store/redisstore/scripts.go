@@ -88,13 +88,22 @@ return 1
 
 // qlib is prepended to the queue scripts: it keeps the per-tenant queues (store.TenantQueues)
 // in step with the pending zset. Every queue script takes the same keys: KEYS[1] pending zset,
-// KEYS[2] claimed zset (score = deadline), KEYS[3] token hash, KEYS[4] sequence counter,
+// KEYS[2] claimed zset (score = deadline), KEYS[3] token hash (item -> token, and 's:' item ->
+// the item's pending sequence while it is claimed, so a release puts it back in its place),
+// KEYS[4] sequence counter,
 // KEYS[5] set of tenants with pending items, KEYS[6] hash item -> tenant, KEYS[7] hash
 // tenant -> item count; and ARGV[1] the prefix of the per-tenant pending zsets.
 const qlib = `
 local TP = ARGV[1]
 local function qpend(id)
-  local seq = redis.call('INCR', KEYS[4])
+  -- A released or reclaimed item goes back to its place ('s:' .. id in the token hash holds
+  -- its sequence while it is claimed); a new one to the tail.
+  local seq = redis.call('HGET', KEYS[3], 's:' .. id)
+  if seq then
+    redis.call('HDEL', KEYS[3], 's:' .. id)
+  else
+    seq = redis.call('INCR', KEYS[4])
+  end
   local t = redis.call('HGET', KEYS[6], id) or ''
   redis.call('ZADD', KEYS[1], seq, id)
   redis.call('ZADD', TP .. t, seq, id)
@@ -107,9 +116,11 @@ local function qunpend(id)
   if redis.call('ZCARD', TP .. t) == 0 then redis.call('SREM', KEYS[5], t) end
 end
 local function qclaim(id, deadline, token)
+  local seq = redis.call('ZSCORE', KEYS[1], id)
   qunpend(id)
   redis.call('ZADD', KEYS[2], deadline, id)
   redis.call('HSET', KEYS[3], id, token)
+  if seq then redis.call('HSET', KEYS[3], 's:' .. id, seq) end
 end
 local function qreclaim(now)
   local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
@@ -132,7 +143,7 @@ qpend(id)
 return 1
 `)
 
-// scriptClaim returns timed-out claims to the pending tail, then claims up to max oldest items.
+// scriptClaim returns timed-out claims to their places, then claims up to max oldest items.
 // ARGV[2] now, ARGV[3] deadline, ARGV[4] max, ARGV[5..] tokens.
 // Returns a flat list id1, token1, id2, token2, ...
 var scriptClaim = redis.NewScript(qlib + `
@@ -195,15 +206,15 @@ var scriptAck = redis.NewScript(qlib + `
 local id = ARGV[2]
 if redis.call('HGET', KEYS[3], id) ~= ARGV[3] then return 0 end
 redis.call('ZREM', KEYS[2], id)
-redis.call('HDEL', KEYS[3], id)
+redis.call('HDEL', KEYS[3], id, 's:' .. id)
 local t = redis.call('HGET', KEYS[6], id) or ''
 redis.call('HDEL', KEYS[6], id)
 if redis.call('HINCRBY', KEYS[7], t, -1) <= 0 then redis.call('HDEL', KEYS[7], t) end
 return 1
 `)
 
-// scriptReleaseOwner makes every claimed item whose token starts with ARGV[2] pending at the
-// tail. Returns the number released. The token hash holds one entry per claimed item (pumps ×
+// scriptReleaseOwner makes every claimed item whose token starts with ARGV[2] pending at its
+// place. Returns the number released. The token hash holds one entry per claimed item (pumps ×
 // batch), so a full scan is cheap.
 var scriptReleaseOwner = redis.NewScript(qlib + `
 local flat = redis.call('HGETALL', KEYS[3])
@@ -211,7 +222,7 @@ local prefix = ARGV[2]
 local n = 0
 for i = 1, #flat, 2 do
   local id, token = flat[i], flat[i + 1]
-  if string.sub(token, 1, #prefix) == prefix then
+  if string.sub(id, 1, 2) ~= 's:' and string.sub(token, 1, #prefix) == prefix then
     redis.call('ZREM', KEYS[2], id)
     redis.call('HDEL', KEYS[3], id)
     qpend(id)
@@ -221,7 +232,7 @@ end
 return n
 `)
 
-// scriptRelease makes a claimed item pending at the tail if the token still holds it.
+// scriptRelease makes a claimed item pending at its place if the token still holds it.
 // ARGV[2] id, ARGV[3] token. Returns 1 or 0 (lost).
 var scriptRelease = redis.NewScript(qlib + `
 local id = ARGV[2]

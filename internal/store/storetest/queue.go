@@ -14,7 +14,7 @@ var queueTests = []contractTest{
 	{"Enqueue_idempotent", testEnqueueIdempotent},
 	{"Ack_removes", testAckRemoves},
 	{"Claim_deadPumpComesBack", testClaimDeadPump},
-	{"Release_tail", testReleaseTail},
+	{"Release_keepsPlace", testReleaseKeepsPlace},
 	{"Claim_concurrentExclusive", testClaimConcurrent},
 	{"ReleaseClaimsOf_deadPumpAtOnce", testReleaseClaimsOf},
 }
@@ -101,12 +101,11 @@ func testClaimDeadPump(t *testing.T, e *env) {
 	noErr(t, err)
 	equalIDs(t, "claim before visibility", claimIDs(got), []string{})
 
+	enqueue(t, e, "c") // queued after them: the expired claims come back ahead of it
 	e.clock.Advance(6 * time.Second)
-	got, err = e.st.Claim(e.ctx, "live", 10, 10*time.Second)
+	got, err = e.st.Claim(e.ctx, "live", 2, 10*time.Second)
 	noErr(t, err)
-	if len(got) != 2 {
-		t.Fatalf("claim after visibility = %v, want a and b", claimIDs(got))
-	}
+	equalIDs(t, "claim after visibility", claimIDs(got), []string{"a", "b"})
 	for i, c := range got {
 		if c.Token == dead[0].Token || c.Token == dead[1].Token {
 			t.Fatalf("claim %d reused a dead token", i)
@@ -118,23 +117,34 @@ func testClaimDeadPump(t *testing.T, e *env) {
 	for _, c := range got {
 		noErr(t, e.st.Ack(e.ctx, c))
 	}
-	depth(t, e, 0, 0)
+	depth(t, e, 1, 0)
 }
 
-func testReleaseTail(t *testing.T, e *env) {
+// testReleaseKeepsPlace: a released item is pending again in the place it was claimed from,
+// ahead of the items queued after it (a run that waited for a slot keeps its turn), with a new
+// token on its next claim.
+func testReleaseKeepsPlace(t *testing.T, e *env) {
 	enqueue(t, e, "a", "b")
 	got, err := e.st.Claim(e.ctx, "pump1", 1, time.Minute)
 	noErr(t, err)
 	equalIDs(t, "claimed", claimIDs(got), []string{"a"})
+	enqueue(t, e, "c")
 	noErr(t, e.st.Release(e.ctx, got[0]))
-	depth(t, e, 2, 0)
+	depth(t, e, 3, 0)
 	isErr(t, e.st.Ack(e.ctx, got[0]), store.ErrClaimLost)
-	again, err := e.st.Claim(e.ctx, "pump1", 2, time.Minute)
+	again, err := e.st.Claim(e.ctx, "pump1", 3, time.Minute)
 	noErr(t, err)
-	equalIDs(t, "after release", claimIDs(again), []string{"b", "a"})
-	if again[1].Token == got[0].Token {
+	equalIDs(t, "after release", claimIDs(again), []string{"a", "b", "c"})
+	if again[0].Token == got[0].Token {
 		t.Fatal("reclaimed item kept its old token")
 	}
+	// Released again, each goes back to its place whatever the order of the releases.
+	noErr(t, e.st.Release(e.ctx, again[2]))
+	noErr(t, e.st.Release(e.ctx, again[0]))
+	noErr(t, e.st.Release(e.ctx, again[1]))
+	third, err := e.st.Claim(e.ctx, "pump1", 3, time.Minute)
+	noErr(t, err)
+	equalIDs(t, "after releases in another order", claimIDs(third), []string{"a", "b", "c"})
 }
 
 func testReleaseClaimsOf(t *testing.T, e *env) {
@@ -152,15 +162,10 @@ func testReleaseClaimsOf(t *testing.T, e *env) {
 	for _, c := range dead {
 		isErr(t, e.st.Ack(e.ctx, c), store.ErrClaimLost)
 	}
-	// Before any visibility passed, another pump gets them (after d, already pending; the
-	// released two in either order).
+	// Before any visibility passed, another pump gets them, in their places (before d).
 	got, err := e.st.Claim(e.ctx, "pump-n2", 10, time.Minute)
 	noErr(t, err)
-	order := claimIDs(got)
-	if len(order) == 3 && order[1] == "b" {
-		order[1], order[2] = order[2], order[1]
-	}
-	equalIDs(t, "claimed by a live pump", order, []string{"d", "a", "b"})
+	equalIDs(t, "claimed by a live pump", claimIDs(got), []string{"a", "b", "d"})
 	n, err = e.st.ReleaseClaimsOf(e.ctx, "pump-n1")
 	noErr(t, err)
 	equal(t, "nothing left", n, 0)
