@@ -258,8 +258,14 @@ func TestAPI_Agents_tenantChecks(t *testing.T) {
 	if _, err := f.node.SetSuspended(ctx, "susp", true); err != nil {
 		t.Fatal(err)
 	}
-	f.callErr("POST", "/v1/agents/greet/k/messages", `{"tenant_id":"susp","message":1}`, http.StatusLocked, httpapi.CodeTenantSuspended)
+	sent := f.callErr("POST", "/v1/agents/greet/k/messages", `{"tenant_id":"susp","message":1}`, http.StatusLocked, httpapi.CodeTenantSuspended)
 	f.callErr("POST", "/v1/topics/orders/messages", `{"tenant_id":"susp","message":1}`, http.StatusLocked, httpapi.CodeTenantSuspended)
+	// A submit of the suspended tenant is refused in the same words.
+	f.putPipeline(threeStep)
+	sub := f.callErr("POST", "/v1/runs", `{"pipeline":"three","tenant_id":"susp","input":{"name":"a"}}`, http.StatusLocked, httpapi.CodeTenantSuspended)
+	if want := `api: tenant "susp" is suspended`; sent.Error.Message != want || sub.Error.Message != want {
+		t.Fatalf("send answered %q, submit %q; want both %q", sent.Error.Message, sub.Error.Message, want)
+	}
 	if _, err := f.node.SetSuspended(ctx, "susp", false); err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,13 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, store.ErrNotFound):
 		s.writeError(w, http.StatusNotFound, httpapi.CodeNotFound, "api: not found")
 	case errors.Is(err, actors.ErrTenantSuspended):
-		s.writeError(w, http.StatusLocked, httpapi.CodeTenantSuspended, publicMessage(err.Error()))
+		// Worded as the agent endpoints' refusal (requireActiveTenant): the wrapped error is
+		// "actors: tenant suspended: ID".
+		msg := publicMessage(err.Error())
+		if id, ok := strings.CutPrefix(msg, "api: tenant suspended: "); ok {
+			msg = fmt.Sprintf("api: tenant %q is suspended", id)
+		}
+		s.writeError(w, http.StatusLocked, httpapi.CodeTenantSuspended, msg)
 	case errors.Is(err, actors.ErrTenantQueueFull):
 		w.Header().Set("Retry-After", queueFullRetryAfter(err))
 		s.writeError(w, http.StatusTooManyRequests, httpapi.CodeTenantQueueFull, publicMessage(err.Error()))

@@ -184,7 +184,7 @@ func normalizeWith(with map[string]any) (map[string]any, string, error) {
 	}
 	m, ok := out.(map[string]any)
 	if !ok {
-		return nil, "with", fmt.Errorf("want a mapping, got %T", out)
+		return nil, "with", fmt.Errorf("want a mapping, got %s", KindOf(out))
 	}
 	return m, "", nil
 }

@@ -1,13 +1,9 @@
 package dag
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
-	"strconv"
 
 	"gopkg.in/yaml.v3"
 
@@ -24,10 +20,7 @@ import (
 func CheckSource(src []byte) error {
 	if isJSONDocument(src) {
 		const format = "json"
-		if err := jsonvalid.CheckText(src); err != nil {
-			return &ParseError{Format: format, Msg: err.Error(), Err: err}
-		}
-		if err := duplicateKey(src); err != nil {
+		if err := jsonvalid.CheckText(src); err != nil { // repeated keys too, with their path
 			return &ParseError{Format: format, Msg: err.Error(), Err: err}
 		}
 	}
@@ -40,13 +33,13 @@ func CheckSource(src []byte) error {
 	for i, st := range steps {
 		s, ok := st.(map[string]any)
 		if !ok {
-			return &ValidationError{Kind: KindBadStep, Field: fmt.Sprintf("steps[%d]", i), Detail: "a step is a mapping with id and uses, got " + yamlKind(st)}
+			return &ValidationError{Kind: KindBadStep, Field: fmt.Sprintf("steps[%d]", i), Detail: "a step is a mapping with id and uses, got " + KindOf(st)}
 		}
 		id, _ := s["id"].(string)
 		if needs, ok := s["needs"].([]any); ok {
 			for j, n := range needs {
 				if n, ok := n.(string); !ok || n == "" {
-					return &ValidationError{Kind: KindUnknownDependency, StepID: id, Field: fmt.Sprintf("needs[%d]", j), Detail: "a need is a step id, got " + yamlKind(needs[j])}
+					return &ValidationError{Kind: KindUnknownDependency, StepID: id, Field: fmt.Sprintf("needs[%d]", j), Detail: "a need is a step id, got " + KindOf(needs[j])}
 				}
 			}
 		}
@@ -70,8 +63,9 @@ func wholeNumber(v any) bool {
 	return false
 }
 
-// yamlKind names the kind of a decoded value for messages.
-func yamlKind(v any) string {
+// KindOf names the kind of a decoded YAML or JSON value for messages ("a string", "a list",
+// "a mapping", ...), in the user's terms rather than Go's.
+func KindOf(v any) string {
 	switch x := v.(type) {
 	case nil:
 		return "null"
@@ -82,7 +76,7 @@ func yamlKind(v any) string {
 		return "a string"
 	case bool:
 		return "a boolean"
-	case int, int64, uint64, float64:
+	case int, int64, uint64, float64, json.Number:
 		return "a number"
 	case []any:
 		return "a list"
@@ -90,78 +84,4 @@ func yamlKind(v any) string {
 		return "a mapping"
 	}
 	return fmt.Sprintf("%T", v)
-}
-
-// duplicateKey returns an error naming the first key that an object of the JSON document src
-// holds twice, with its path.
-func duplicateKey(src []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(src))
-	dec.UseNumber()
-	type frame struct {
-		keys   map[string]bool // nil for an array
-		path   string
-		index  int
-		expect bool // an object awaiting a key
-	}
-	var stack []*frame
-	child := func(f *frame, key string) string {
-		if f.keys == nil {
-			return f.path + "[" + strconv.Itoa(f.index) + "]"
-		}
-		if f.path == "" {
-			return key
-		}
-		return f.path + "." + key
-	}
-	var lastKey string
-	for {
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return nil // Parse reports malformed documents
-		}
-		var top *frame
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		if top != nil && top.keys != nil && top.expect {
-			if key, ok := tok.(string); ok {
-				if top.keys[key] {
-					where := child(top, key)
-					return fmt.Errorf("key %q appears twice in one object (at %s)", key, where)
-				}
-				top.keys[key] = true
-				top.expect, lastKey = false, key
-				continue
-			}
-		}
-		// A value: it ends the pending key of an object, or takes an array slot.
-		var here string
-		if top != nil {
-			here = child(top, lastKey)
-		}
-		switch d := tok.(type) {
-		case json.Delim:
-			switch d {
-			case '{':
-				stack = append(stack, &frame{keys: map[string]bool{}, path: here, expect: true})
-				continue
-			case '[':
-				stack = append(stack, &frame{path: here})
-				continue
-			case '}', ']':
-				stack = stack[:len(stack)-1]
-			}
-		}
-		if len(stack) > 0 {
-			f := stack[len(stack)-1]
-			if f.keys == nil {
-				f.index++
-			} else {
-				f.expect = true
-			}
-		}
-	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dairuntime/dair/internal/dag"
 	"slices"
 	"strings"
 	"time"
@@ -105,7 +106,7 @@ func checkRef(with map[string]any, field, want string, parse func(string) error)
 	case with[field] == nil:
 		return fmt.Errorf("%s is required (%s)", field, want)
 	case !ok:
-		return fmt.Errorf("want a string %s, got %T", want, with[field])
+		return fmt.Errorf("want a string %s, got %s", want, dag.KindOf(with[field]))
 	case templated(v):
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dairuntime/dair/internal/dag"
 	"math"
 	"net/http"
 	"strconv"
@@ -237,7 +238,7 @@ func optString(name string, with map[string]any, key string) (string, error) {
 	}
 	s, ok := v.(string)
 	if !ok {
-		return "", invalid(name, "%s must be a string, got %T", key, v)
+		return "", invalid(name, "%s must be a string, got %s", key, dag.KindOf(v))
 	}
 	return s, nil
 }

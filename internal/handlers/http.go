@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/dairuntime/dair/internal/dag"
 	"io"
 	"net/http"
 	"strings"
@@ -150,7 +151,7 @@ func setHeaders(h http.Header, v any) error {
 		}
 		return nil
 	}
-	return invalid(NameHTTP, "headers must be a map, got %T", v)
+	return invalid(NameHTTP, "headers must be a mapping, got %s", dag.KindOf(v))
 }
 
 // setHeader validates one header and sets it, so a bad header is a permanent input error

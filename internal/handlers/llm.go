@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/dairuntime/dair/internal/dag"
 	"net/http"
 	"net/url"
 	"os"
@@ -255,13 +256,13 @@ func parseMessages(v any) ([]chatMessage, error) {
 			items[i] = map[string]any{"role": m["role"], "content": m["content"]}
 		}
 	default:
-		return nil, invalid(NameLLMChat, "messages must be a list, got %T", v)
+		return nil, invalid(NameLLMChat, "messages must be a list, got %s", dag.KindOf(v))
 	}
 	out := make([]chatMessage, 0, len(items))
 	for i, it := range items {
 		m, ok := it.(map[string]any)
 		if !ok {
-			return nil, invalid(NameLLMChat, "messages[%d] must be a map with role and content, got %T", i, it)
+			return nil, invalid(NameLLMChat, "messages[%d] must be a mapping with role and content, got %s", i, dag.KindOf(it))
 		}
 		role, ok := m["role"].(string)
 		if !ok || role == "" {

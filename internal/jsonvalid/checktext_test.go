@@ -22,6 +22,8 @@ func TestCheckText(t *testing.T) {
 		{"unpaired high surrogate", `{"k":"\ud800"}`, true},
 		{"unpaired low surrogate", `{"k":"a\udc00"}`, true},
 		{"unpaired surrogate in a key", `{"\ud800":1}`, true},
+		{"a key twice", `{"k":1,"k":2}`, true},
+		{"a key twice in a nested value", `{"input":{"a":1,"a":2}}`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := CheckText([]byte(tc.in))

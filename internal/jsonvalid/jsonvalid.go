@@ -1,6 +1,7 @@
 package jsonvalid
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,8 +12,8 @@ import (
 )
 
 // ErrInvalid is matched (errors.Is) by every *Error: Check returns it for a document that is
-// not well-formed JSON, not valid UTF-8, holds an unpaired surrogate escape, or a number that
-// overflows a float64.
+// not well-formed JSON, not valid UTF-8, holds an unpaired surrogate escape, a number that
+// overflows a float64, or an object with the same key twice.
 var ErrInvalid = errors.New("jsonvalid: invalid json")
 
 // Error reports the first problem Check found.
@@ -45,8 +46,9 @@ func Valid(b []byte) bool { return Check(b) == nil }
 
 // Check returns nil when b is one well-formed JSON value whose bytes are valid UTF-8, whose
 // string escapes pair every UTF-16 surrogate, whose numbers are finite as float64s and whose
-// arrays and objects nest at most MaxDepth deep; else a
-// *Error matching ErrInvalid. It takes time linear in len(b) and does not retain b. It is
+// arrays and objects nest at most MaxDepth deep, and whose objects name each key once (decoders
+// differ on which of two values they keep, so such a document means different things to
+// different readers); else a *Error matching ErrInvalid. It takes time linear in len(b) and does not retain b. It is
 // goroutine-safe.
 func Check(b []byte) error {
 	if !utf8.Valid(b) {
@@ -81,11 +83,12 @@ func Check(b []byte) error {
 			i = end - 1
 		}
 	}
-	return nil
+	return checkKeys(b)
 }
 
 // CheckText returns nil when b's text is valid UTF-8 and, if b is well-formed JSON, its string
-// escapes pair every UTF-16 surrogate; else a *Error matching ErrInvalid. It is Check without
+// escapes pair every UTF-16 surrogate and its objects name each key once; else a *Error
+// matching ErrInvalid. It is Check without
 // the checks of structure, depth and numbers, for a request body whose decoder reports those
 // in its own terms: encoding/json would turn such bytes and escapes into U+FFFD silently, so
 // two different keys could decode as one. Linear in len(b), goroutine-safe.
@@ -105,7 +108,76 @@ func CheckText(b []byte) error {
 			i = end
 		}
 	}
-	return nil
+	return checkKeys(b)
+}
+
+// checkKeys returns an *Error naming, with its path, the first key that an object of the
+// well-formed document b holds twice (keys compared decoded: "a" and "\u0061" are one key).
+func checkKeys(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	type frame struct {
+		keys   map[string]bool // nil for an array
+		path   string
+		index  int
+		expect bool // an object awaiting a key
+	}
+	var stack []*frame
+	child := func(f *frame, key string) string {
+		if f.keys == nil {
+			return f.path + "[" + strconv.Itoa(f.index) + "]"
+		}
+		if f.path == "" {
+			return key
+		}
+		return f.path + "." + key
+	}
+	var lastKey string
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // the end: b is well-formed
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.keys != nil && top.expect {
+			if key, ok := tok.(string); ok {
+				if top.keys[key] {
+					return &Error{Offset: -1, Msg: fmt.Sprintf("key %q appears twice in one object (at %s)", truncate([]byte(key)), child(top, key))}
+				}
+				top.keys[key] = true
+				top.expect, lastKey = false, key
+				continue
+			}
+		}
+		// A value: it ends the pending key of an object, or takes an array slot.
+		var here string
+		if top != nil {
+			here = child(top, lastKey)
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{':
+				stack = append(stack, &frame{keys: map[string]bool{}, path: here, expect: true})
+				continue
+			case '[':
+				stack = append(stack, &frame{path: here})
+				continue
+			default:
+				stack = stack[:len(stack)-1]
+			}
+		}
+		if len(stack) > 0 {
+			f := stack[len(stack)-1]
+			if f.keys == nil {
+				f.index++
+			} else {
+				f.expect = true
+			}
+		}
+	}
 }
 
 // invalidUTF8At returns the offset of the first invalid UTF-8 sequence of b.

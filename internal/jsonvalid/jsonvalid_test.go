@@ -31,6 +31,11 @@ func TestCheck(t *testing.T) {
 		{"empty", ``, "not valid JSON"},
 		{"nesting at the limit", strings.Repeat("[", jsonvalid.MaxDepth) + strings.Repeat("]", jsonvalid.MaxDepth), ""},
 		{"brackets inside strings are text", `["` + strings.Repeat("[{", 200) + `"]`, ""},
+		{"a key twice", `{"pipeline":"a","pipeline":"b"}`, `key "pipeline" appears twice in one object (at pipeline)`},
+		{"a key twice, one escaped", `{"a":1,"\u0061":2}`, `key "a" appears twice in one object (at a)`},
+		{"a key twice in a nested object", `{"input":{"x":{"a":1},"y":[{"a":1,"b":2,"a":3}]}}`, `key "a" appears twice in one object (at input.y[0].a)`},
+		{"the same key in sibling objects", `[{"a":1},{"a":2},{"b":{"a":{"a":1}}}]`, ""},
+		{"keys that look alike in values", `{"a":"a","b":{"a":"b"},"c":["a","a"]}`, ""},
 		{"nesting too deep", `{"a":` + strings.Repeat("[", jsonvalid.MaxDepth) + strings.Repeat("]", jsonvalid.MaxDepth) + `}`,
 			"arrays and objects nest deeper than 128 levels (at byte " + fmt.Sprint(5+jsonvalid.MaxDepth-1) + ")"},
 	}

@@ -166,6 +166,7 @@ func TestValidate_rules(t *testing.T) {
 		{"rate NaN", valid(func(s *messages.TenantSettings) { s.RunsPerSecond = math.NaN() }), "runs_per_second"},
 		{"rate fraction ok", valid(func(s *messages.TenantSettings) { s.RunsPerSecond = 0.5 }), ""},
 		{"burst negative", valid(func(s *messages.TenantSettings) { s.RunsBurst = -1 }), "runs_burst"},
+		{"burst without a rate", valid(func(s *messages.TenantSettings) { s.RunsBurst = 50 }), "runs_burst"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -133,5 +133,8 @@ func Validate(t *messages.TenantSettings) error {
 	if rps := t.RunsPerSecond; !(rps >= 0 && rps <= MaxRunsPerSecond) { // also refuses NaN
 		return &ValidationError{Field: "runs_per_second", Reason: fmt.Sprintf("%g is outside 0..%d", rps, MaxRunsPerSecond)}
 	}
+	if t.RunsBurst > 0 && t.RunsPerSecond == 0 {
+		return &ValidationError{Field: "runs_burst", Reason: fmt.Sprintf("%d is the burst of a rate limit, and runs_per_second is 0 (no limit): set runs_per_second, or runs_burst 0", t.RunsBurst)}
+	}
 	return nil
 }
