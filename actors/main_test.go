@@ -18,12 +18,13 @@ import (
 // TestMain fails the package's tests when a goroutine outlives them (a node's work not
 // tracked by its worker group, or not stopped by Node.Stop). A benchmark run also tolerates
 // protoactor's leftovers of reconnecting to a stopped in-process node (the cross-node
-// benchmarks stop their nodes one by one; tests run multi-node clusters as processes).
+// benchmarks stop their nodes one by one; tests run multi-node clusters as processes), and a
+// delivery still waiting on a node stopped with runs queued.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	opts := leak.Protoactor()
 	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
-		opts = append(opts, leak.ProtoactorReconnects()...)
+		opts = append(opts, append(leak.ProtoactorReconnects(), leak.PendingDispatches()...)...)
 	}
 	goleak.VerifyTestMain(m, opts...)
 }
