@@ -104,6 +104,7 @@ type testRun struct {
 // suite is what each mutant is tested with, in order; the first run that fails catches the
 // mutant (the later runs are skipped unless -all). Nothing from internal/store is run.
 var suite = []testRun{
+	{pkg: "./internal/ledger/", run: "^TestCommitter_foldKeepsTheRunsOrder$"},
 	{pkg: "./actors/", run: "^(TestExecution_staleEpochStopsExecution|TestNode_wronglyRecoveredRunComesBackToItsInstance|" +
 		"TestExecution_rehydrationMissingCommittedStepsCommitsNothingTwice|TestExecution_injectedPanicRestartsAndRehydrates|" +
 		"TestExecution_fencedAtTheLastStepFinishesNothing)$"},
