@@ -17,11 +17,13 @@ import (
 
 // TestDair_Dev_pausedRunStaysPausedAcrossARestart: a run paused before a kill -9 of its node
 // reads paused after the restart (it read running while nothing ran, and waited forever), and
-// finishes once resumed, each step succeeding once.
+// finishes once resumed, each step succeeding once. Step a lasts long enough (3 s) that the
+// pause lands while it runs even on a loaded machine: a pause that arrives once b has started
+// cannot stop the run, which then succeeds.
 func TestDair_Dev_pausedRunStaysPausedAcrossARestart(t *testing.T) {
 	data, pipes := t.TempDir(), t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(pipes, "slow.yaml"), []byte("key: slow\nsteps:\n"+
-		"  - {id: a, uses: sleep, with: {duration: 300ms}}\n  - {id: b, uses: echo, needs: [a], with: {value: done}}\n"), 0o600))
+		"  - {id: a, uses: sleep, with: {duration: 3s}}\n  - {id: b, uses: echo, needs: [a], with: {value: done}}\n"), 0o600))
 	ctx := context.Background()
 	n := startDev(t, data, pipes)
 	c := client.New(n.url, "")
