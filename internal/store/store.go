@@ -91,6 +91,23 @@ func (f RunFilter) LiveOnly() bool {
 	return true
 }
 
+// ParkedOnly reports whether every run f can match is parked for scale-out (status
+// scale_out_requested), so that a store may list them from its index of parked runs.
+func (f RunFilter) ParkedOnly() bool {
+	if f.Status != messages.RunScaleOutRequested && f.Status != "" {
+		return false
+	}
+	if len(f.Statuses) == 0 {
+		return f.Status == messages.RunScaleOutRequested
+	}
+	for _, st := range f.Statuses {
+		if st != messages.RunScaleOutRequested {
+			return false
+		}
+	}
+	return true
+}
+
 // MatchesStatus reports whether a run of status passes f's status fields.
 func (f RunFilter) MatchesStatus(status string) bool {
 	return (f.Status == "" || status == f.Status) && (len(f.Statuses) == 0 || slices.Contains(f.Statuses, status))

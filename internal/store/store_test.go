@@ -47,3 +47,34 @@ func TestDescriptorShape(t *testing.T) {
 		})
 	}
 }
+
+// TestRunFilter_indexes: which index a store may list a filter's runs from.
+func TestRunFilter_indexes(t *testing.T) {
+	parked, queued, done := messages.RunScaleOutRequested, messages.RunQueued, messages.RunSucceeded
+	for _, tt := range []struct {
+		name         string
+		f            store.RunFilter
+		live, parked bool
+	}{
+		{"no status: every run", store.RunFilter{}, false, false},
+		{"a tenant only", store.RunFilter{TenantID: "t1"}, false, false},
+		{"an active status", store.RunFilter{Status: queued}, true, false},
+		{"a final status", store.RunFilter{Status: done}, false, false},
+		{"active statuses", store.RunFilter{Statuses: []string{queued, parked}}, true, false},
+		{"a final one among them", store.RunFilter{Statuses: []string{queued, done}}, false, false},
+		{"parked", store.RunFilter{Status: parked}, true, true},
+		{"parked, with a tenant", store.RunFilter{Status: parked, TenantID: "t1"}, true, true},
+		{"parked in the list", store.RunFilter{Statuses: []string{parked}}, true, true},
+		{"parked and parked", store.RunFilter{Status: parked, Statuses: []string{parked}}, true, true},
+		{"parked, and another status", store.RunFilter{Status: queued, Statuses: []string{parked}}, true, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.f.LiveOnly(); got != tt.live {
+				t.Errorf("LiveOnly() = %v, want %v", got, tt.live)
+			}
+			if got := tt.f.ParkedOnly(); got != tt.parked {
+				t.Errorf("ParkedOnly() = %v, want %v", got, tt.parked)
+			}
+		})
+	}
+}

@@ -225,10 +225,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*messages.Sh
 		limit = defaultRunLimit
 	}
 	out := []*messages.SharedRun{}
-	index := bRunsCreated
-	if f.LiveOnly() {
-		index = bRunsLive // recovery's scans read the runs that have not ended, not the history
-	}
+	index := runIndex(f)
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		runs := tx.Bucket(bRuns)
 		c := tx.Bucket(index).Cursor()
@@ -260,10 +257,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*messages.Sh
 // next one resumes after the last index key read.
 func (s *Store) ScanRuns(ctx context.Context, f store.RunFilter, page int, fn func([]*messages.SharedRun) error) error {
 	page = max(page, 1)
-	index := bRunsCreated
-	if f.LiveOnly() {
-		index = bRunsLive
-	}
+	index := runIndex(f)
 	var after []byte
 	for {
 		var runs []*messages.SharedRun
@@ -312,25 +306,45 @@ func (s *Store) ScanRuns(ctx context.Context, f store.RunFilter, page int, fn fu
 	}
 }
 
-// indexLive keeps the live-runs index in step with a write of r whose creation key was oldIdx
-// (nil for a new run): r is listed there while it is not final.
+// runIndex is the index that lists every run f can match with the fewest others: recovery's
+// scans read the runs that have not ended, not the history, and a finished scale-out request
+// reads the parked runs.
+func runIndex(f store.RunFilter) []byte {
+	switch {
+	case f.ParkedOnly():
+		return bRunsParked
+	case f.LiveOnly():
+		return bRunsLive
+	}
+	return bRunsCreated
+}
+
+// indexLive keeps the live-runs and parked-runs indexes in step with a write of r whose
+// creation key was oldIdx (nil for a new run): r is listed in the first while it is not final,
+// in the second while it is parked for scale-out (every finished scale-out request scans them).
 func indexLive(tx *bolt.Tx, oldIdx []byte, r *messages.SharedRun) error {
-	b := tx.Bucket(bRunsLive)
-	if oldIdx != nil {
-		if err := b.Delete(oldIdx); err != nil {
-			return fmt.Errorf("unindex live run %s: %w", r.SharedRunId, err)
+	for _, ix := range []struct {
+		bucket []byte
+		listed bool
+	}{{bRunsLive, !messages.IsTerminalRun(r.Status)}, {bRunsParked, r.Status == messages.RunScaleOutRequested}} {
+		b := tx.Bucket(ix.bucket)
+		if oldIdx != nil {
+			if err := b.Delete(oldIdx); err != nil {
+				return fmt.Errorf("unindex run %s from %s: %w", r.SharedRunId, ix.bucket, err)
+			}
 		}
-	}
-	if messages.IsTerminalRun(r.Status) {
-		return nil
-	}
-	if err := b.Put(createdKey(r), nil); err != nil {
-		return fmt.Errorf("index live run %s: %w", r.SharedRunId, err)
+		if !ix.listed {
+			continue
+		}
+		if err := b.Put(createdKey(r), nil); err != nil {
+			return fmt.Errorf("index run %s in %s: %w", r.SharedRunId, ix.bucket, err)
+		}
 	}
 	return nil
 }
 
-// buildLiveIndex lists every run that is not final in the live-runs index.
+// buildLiveIndex lists every run that is not final in the live-runs index, and every parked
+// one in the parked-runs index.
 func buildLiveIndex(tx *bolt.Tx) error {
 	return tx.Bucket(bRuns).ForEach(func(k, v []byte) error {
 		if isVersionKey(k) {

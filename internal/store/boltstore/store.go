@@ -37,6 +37,7 @@ var (
 	bRunsCreated   = []byte("runs_created")   // ^createdAt \0.. id -> nil (newest first)
 	bRunsVer       = []byte("runs_ver")       // id -> record version, in files written before 2026-12 (read only)
 	bRunsLive      = []byte("runs_live")      // as runs_created, for the runs that are not final
+	bRunsParked    = []byte("runs_parked")    // as runs_created, for the runs parked for scale-out
 	bQueueItems    = []byte("queue_items")    // runID -> queueItem
 	bQueuePending  = []byte("queue_pending")  // seq + runID -> nil
 	bQueueClaims   = []byte("queue_claims")   // deadline + runID -> nil
@@ -130,14 +131,14 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("boltstore: open %s: %w", opts.Path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		fresh := tx.Bucket(bRunsLive) == nil
-		for _, name := range append(allBuckets[:len(allBuckets):len(allBuckets)], bRunsLive) {
+		fresh := tx.Bucket(bRunsLive) == nil || tx.Bucket(bRunsParked) == nil
+		for _, name := range append(allBuckets[:len(allBuckets):len(allBuckets)], bRunsLive, bRunsParked) {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("bucket %s: %w", name, err)
 			}
 		}
 		if fresh {
-			return buildLiveIndex(tx) // a file written before the index existed
+			return buildLiveIndex(tx) // a file written before the indexes existed
 		}
 		return nil
 	})

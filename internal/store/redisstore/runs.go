@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -27,13 +28,36 @@ func (s *Store) runsIndex() string       { return s.k("runs") }
 // grow with the history.
 func (s *Store) liveIndex() string { return s.k("liveruns") }
 
+// parkedIndex is the index of the runs parked for scale-out (same scores; liveLib names it
+// from liveIndex): a finished scale-out request requeues the parked runs of its scope, and
+// reading every live run to find them cost seconds per request under a 100,000-run backlog.
+// It may list a run that left parked status by a write that keeps only the live index (an
+// assignment, an execution's end), which costs a read; it lists every parked run.
+func (s *Store) parkedIndex() string { return s.k("liveruns", "parked") }
+
 // liveArgs are liveLib's arguments for a write of r.
 func (s *Store) liveArgs(r *messages.SharedRun) []any {
 	op := "add"
-	if messages.IsTerminalRun(r.Status) {
+	switch {
+	case messages.IsTerminalRun(r.Status):
 		op = "rem"
+	case r.Status == messages.RunScaleOutRequested:
+		op = "park"
 	}
 	return []any{s.liveIndex(), op, r.SharedRunId, r.CreatedAt}
+}
+
+// runIndex is the index that lists every run f can match with the fewest others.
+func (s *Store) runIndex(f store.RunFilter) string {
+	switch {
+	case f.ParkedOnly():
+		return s.parkedIndex()
+	case f.LiveOnly():
+		return s.liveIndex()
+	case f.TenantID != "":
+		return s.tenantRunsIndex(f.TenantID)
+	}
+	return s.runsIndex()
 }
 func (s *Store) tenantRunsIndex(tenant string) string {
 	return s.k("runs", "t", tenant)
@@ -66,8 +90,11 @@ func (s *Store) CreateRun(ctx context.Context, run *messages.SharedRun) (*messag
 		hasIdem = "1"
 	}
 	live := "1"
-	if messages.IsTerminalRun(r.Status) {
+	switch {
+	case messages.IsTerminalRun(r.Status):
 		live = "0"
+	case r.Status == messages.RunScaleOutRequested:
+		live = "2"
 	}
 	keys := []string{s.runKey(r.SharedRunId), s.idemKey(r.TenantId, r.IdempotencyKey),
 		s.runsIndex(), s.tenantRunsIndex(r.TenantId), s.liveIndex()}
@@ -246,13 +273,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*messages.Sh
 	if limit <= 0 {
 		limit = defaultRunLimit
 	}
-	index := s.runsIndex()
-	switch {
-	case f.LiveOnly():
-		index = s.liveIndex()
-	case f.TenantID != "":
-		index = s.tenantRunsIndex(f.TenantID)
-	}
+	index := s.runIndex(f)
 	var (
 		matched []*messages.SharedRun
 		cutoff  float64 // score of the limit-th match, once reached
@@ -316,13 +337,7 @@ func (s *Store) ScanRuns(ctx context.Context, f store.RunFilter, page int, fn fu
 		return fmt.Errorf("redisstore: scan runs: %w", err)
 	}
 	page = max(page, 1)
-	index := s.runsIndex()
-	switch {
-	case f.LiveOnly():
-		index = s.liveIndex()
-	case f.TenantID != "":
-		index = s.tenantRunsIndex(f.TenantID)
-	}
+	index := s.runIndex(f)
 	var cursor uint64
 	for {
 		kv, next, err := s.rdb.ZScan(ctx, index, cursor, "", int64(page)).Result()
@@ -369,13 +384,17 @@ func (s *Store) readRuns(ctx context.Context, kv []string, f store.RunFilter) ([
 	return out, nil
 }
 
-// buildLiveIndex indexes the runs that are not final once per key space (marked by
-// liveruns:built): a store written before the index existed gets it at its first Open. A
-// run written meanwhile is indexed by its own write; one that ends meanwhile may stay listed,
-// which costs a read (ListRuns filters by status), never a missed run.
+// buildLiveIndex indexes the runs that are not final, and the parked ones, once per key space
+// (marked by liveruns:built, "2" since the parked index): a store written before an index
+// existed gets it at its first Open. A run written meanwhile is indexed by its own write; one
+// that ends (or is unparked) meanwhile may stay listed, which costs a read (the listings filter
+// by status), never a missed run.
 func (s *Store) buildLiveIndex(ctx context.Context) error {
+	const built = "2"
 	marker := s.k("liveruns", "built")
-	if n, err := s.rdb.Exists(ctx, marker).Result(); err != nil || n == 1 {
+	if v, err := s.rdb.Get(ctx, marker).Result(); err == nil && v == built {
+		return nil
+	} else if err != nil && !errors.Is(err, redis.Nil) {
 		return err
 	}
 	for start := int64(0); ; start += runPage {
@@ -387,20 +406,30 @@ func (s *Store) buildLiveIndex(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		var live []redis.Z
+		var live, parked []redis.Z
 		for _, r := range runs {
-			if r != nil && !messages.IsTerminalRun(r.Status) {
-				live = append(live, redis.Z{Score: float64(r.CreatedAt), Member: r.SharedRunId})
+			if r == nil || messages.IsTerminalRun(r.Status) {
+				continue
+			}
+			z := redis.Z{Score: float64(r.CreatedAt), Member: r.SharedRunId}
+			live = append(live, z)
+			if r.Status == messages.RunScaleOutRequested {
+				parked = append(parked, z)
 			}
 		}
-		if len(live) > 0 {
-			if err := s.rdb.ZAdd(ctx, s.liveIndex(), live...).Err(); err != nil {
-				return err
+		for _, ix := range []struct {
+			key string
+			zs  []redis.Z
+		}{{s.liveIndex(), live}, {s.parkedIndex(), parked}} {
+			if len(ix.zs) > 0 {
+				if err := s.rdb.ZAdd(ctx, ix.key, ix.zs...).Err(); err != nil {
+					return err
+				}
 			}
 		}
 		if len(ids) < runPage {
 			break
 		}
 	}
-	return s.rdb.Set(ctx, marker, "1", 0).Err()
+	return s.rdb.Set(ctx, marker, built, 0).Err()
 }

@@ -8,7 +8,7 @@ import "github.com/redis/go-redis/v9"
 
 // scriptCAS writes a versioned record if its version is unchanged.
 // KEYS[1] record hash. ARGV[1] expected ver, ARGV[2] new pb, and optionally (liveLib's
-// arguments) ARGV[3] live-runs index key or ”, ARGV[4] 'add' or 'rem', ARGV[5] run id,
+// arguments) ARGV[3] live-runs index key or ”, ARGV[4] 'add', 'park' or 'rem', ARGV[5] run id,
 // ARGV[6] its score. Returns -1 missing, 0 conflict, 1 written.
 var scriptCAS = redis.NewScript(liveLib + `
 local v = redis.call('HGET', KEYS[1], 'ver')
@@ -21,16 +21,24 @@ return 1
 `)
 
 // liveLib keeps the live-runs index (the runs that are not final, which recovery and repair
-// scan) with a run's write: live(i) reads ARGV[i] the index key (” or absent: nothing to
-// do), ARGV[i+1] 'add' or 'rem', ARGV[i+2] the run id and ARGV[i+3] its score.
+// scan) and within it the parked-runs index (key ..':parked': the runs parked for scale-out,
+// which every finished scale-out request scans) with a run's write: live(i) reads ARGV[i] the
+// index key (” or absent: nothing to do), ARGV[i+1] 'add', 'park' (live and parked) or 'rem',
+// ARGV[i+2] the run id and ARGV[i+3] its score.
 const liveLib = `
 local function live(i)
   local key = ARGV[i]
   if not key or key == '' then return end
-  if ARGV[i + 1] == 'add' then
+  local op = ARGV[i + 1]
+  if op == 'add' or op == 'park' then
     redis.call('ZADD', key, ARGV[i + 3], ARGV[i + 2])
   else
     redis.call('ZREM', key, ARGV[i + 2])
+  end
+  if op == 'park' then
+    redis.call('ZADD', key .. ':parked', ARGV[i + 3], ARGV[i + 2])
+  else
+    redis.call('ZREM', key .. ':parked', ARGV[i + 2])
   end
 end
 `
@@ -57,7 +65,8 @@ return {1, n}
 // scriptCreateRun stores a run unless its id or its tenant's idempotency key is taken.
 // KEYS[1] run hash, KEYS[2] idempotency key, KEYS[3] all-runs index, KEYS[4] tenant index,
 // KEYS[5] live-runs index. ARGV[1] pb, ARGV[2] created_at score, ARGV[3] id, ARGV[4] '1' when
-// an idempotency key is set, ARGV[5] run key prefix, ARGV[6] '1' when the run is not final.
+// an idempotency key is set, ARGV[5] run key prefix, ARGV[6] '1' when the run is not final,
+// '2' when it is also parked for scale-out (KEYS[5]..':parked', as liveLib).
 // Returns {1} created, {0, pb} existing by key, {2} id taken.
 var scriptCreateRun = redis.NewScript(`
 if ARGV[4] == '1' then
@@ -72,7 +81,8 @@ redis.call('HSET', KEYS[1], 'pb', ARGV[1], 'ver', '1')
 if ARGV[4] == '1' then redis.call('SET', KEYS[2], ARGV[3]) end
 redis.call('ZADD', KEYS[3], ARGV[2], ARGV[3])
 redis.call('ZADD', KEYS[4], ARGV[2], ARGV[3])
-if ARGV[6] == '1' then redis.call('ZADD', KEYS[5], ARGV[2], ARGV[3]) end
+if ARGV[6] ~= '0' then redis.call('ZADD', KEYS[5], ARGV[2], ARGV[3]) end
+if ARGV[6] == '2' then redis.call('ZADD', KEYS[5] .. ':parked', ARGV[2], ARGV[3]) end
 return {1}
 `)
 

@@ -26,6 +26,7 @@ var runTests = []contractTest{
 	{"UpdateRunAndAppend_concurrent", testUpdateRunAndAppendConcurrent},
 	{"ListRuns_orderAndFilter", testListRunsOrderAndFilter},
 	{"ScanRuns_pages", testScanRunsPages},
+	{"ScanRuns_parked", testScanRunsParked},
 }
 
 func run(id, tenant string) *messages.SharedRun {
@@ -381,6 +382,73 @@ func testScanRunsPages(t *testing.T, e *env) {
 	})
 	equal(t, "fn's error", errors.Is(err, stop), true)
 	equal(t, "calls after the error", calls, 1)
+}
+
+// testScanRunsParked: listing and scanning by status scale_out_requested (every finished
+// scale-out request does, from a store's index of parked runs) give exactly the parked runs,
+// whichever write parked them, and not those unparked, ended or never parked.
+func testScanRunsParked(t *testing.T, e *env) {
+	parked := store.RunFilter{Status: messages.RunScaleOutRequested}
+	want := map[string]bool{}
+	for i := range 40 {
+		r := run(fmt.Sprintf("r%02d", i), "t1")
+		if i%10 == 0 {
+			r.Status = messages.RunScaleOutRequested // created parked
+			want[r.SharedRunId] = true
+		}
+		_, _, err := e.st.CreateRun(e.ctx, r)
+		noErr(t, err)
+		e.clock.Advance(time.Millisecond)
+	}
+	set := func(id, status string) {
+		t.Helper()
+		_, err := e.st.UpdateRun(e.ctx, id, func(r *messages.SharedRun) error { r.Status = status; return nil })
+		noErr(t, err)
+	}
+	for _, id := range []string{"r01", "r02", "r03", "r04", "r05"} {
+		set(id, messages.RunScaleOutRequested)
+		want[id] = true
+	}
+	_, _, err := e.st.UpdateRunAndAppend(e.ctx, "r06", func(r *messages.SharedRun) (*messages.LedgerEntry, error) {
+		r.Status = messages.RunScaleOutRequested
+		return &messages.LedgerEntry{Kind: messages.KindScaleOutRequested}, nil
+	})
+	noErr(t, err)
+	want["r06"] = true
+	set("r02", messages.RunQueued) // unparked
+	set("r03", messages.RunCancelled)
+	set("r10", messages.RunQueued)
+	delete(want, "r02")
+	delete(want, "r03")
+	delete(want, "r10")
+	set("r02", messages.RunScaleOutRequested) // parked again
+	want["r02"] = true
+
+	seen := map[string]bool{}
+	noErr(t, e.st.ScanRuns(e.ctx, parked, 3, func(runs []*messages.SharedRun) error {
+		for _, r := range runs {
+			equal(t, r.SharedRunId+" status", r.Status, messages.RunScaleOutRequested)
+			seen[r.SharedRunId] = true
+		}
+		return nil
+	}))
+	sameSet(t, "parked runs scanned", seen, want)
+	listed, err := e.st.ListRuns(e.ctx, store.RunFilter{Statuses: []string{messages.RunScaleOutRequested}, Limit: 100})
+	noErr(t, err)
+	seen = map[string]bool{}
+	for _, r := range listed {
+		seen[r.SharedRunId] = true
+	}
+	sameSet(t, "parked runs listed", seen, want)
+	seen = map[string]bool{}
+	noErr(t, e.st.ScanRuns(e.ctx, store.RunFilter{Statuses: []string{messages.RunQueued, messages.RunScaleOutRequested}}, 5,
+		func(runs []*messages.SharedRun) error {
+			for _, r := range runs {
+				seen[r.SharedRunId] = true
+			}
+			return nil
+		}))
+	equal(t, "queued and parked runs scanned", len(seen), 40-1) // all but the cancelled r03
 }
 
 // sameSet fails t unless got and want hold the same ids.
