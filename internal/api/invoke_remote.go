@@ -125,9 +125,22 @@ func invokeError(err error) error {
 		return forbidden("api: %s", st.Message())
 	case codes.FailedPrecondition:
 		return &httpError{status: http.StatusLocked, code: httpapi.CodeTenantSuspended, msg: "api: " + st.Message()}
+	case codes.ResourceExhausted:
+		// The host's tenant queue is full: the same 429 (and Retry-After) as a local submit's.
+		return &hostRefusal{msg: st.Message(), is: actors.ErrTenantQueueFull}
 	}
 	return fmt.Errorf("api: invoke through the runtime host: %s", st.Message())
 }
+
+// hostRefusal is a runtime host's refusal of an invocation, worded by the host, that the API
+// answers as it answers the same refusal of a local submit (errors.Is(err, is)).
+type hostRefusal struct {
+	msg string
+	is  error
+}
+
+func (e *hostRefusal) Error() string { return e.msg }
+func (e *hostRefusal) Unwrap() error { return e.is }
 
 // relay writes the SSE stream of a remote invocation: first, then every event the host sends,
 // skipping those at or before after (a resumed stream), until the terminal one, the end of

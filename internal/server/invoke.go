@@ -73,6 +73,8 @@ func submitStatus(err error) error {
 		code = codes.InvalidArgument
 	case errors.Is(err, actors.ErrTenantSuspended):
 		code = codes.FailedPrecondition
+	case errors.Is(err, actors.ErrTenantQueueFull):
+		code = codes.ResourceExhausted // HTTP's 429: the caller backs off and retries
 	case errors.Is(err, actors.ErrNoCapacity), errors.Is(err, actors.ErrStopped):
 		code = codes.Unavailable
 	}
