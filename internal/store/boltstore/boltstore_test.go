@@ -178,6 +178,28 @@ func TestStore_Open_buildsTheLiveRunsIndex(t *testing.T) {
 	}
 }
 
+// TestStore_Open_buildsTheParkedRunsIndex: a database written before the parked-runs index
+// existed gets it at Open, so a finished scale-out request still finds every parked run.
+func TestStore_Open_buildsTheParkedRunsIndex(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "dair.db")
+	st := open(t, path, nil, true)
+	for i, status := range []string{messages.RunScaleOutRequested, messages.RunQueued, messages.RunScaleOutRequested, messages.RunSucceeded} {
+		if _, _, err := st.CreateRun(ctx, &messages.SharedRun{SharedRunId: fmt.Sprintf("r%d", i), TenantId: "t1", Status: status,
+			CreatedAt: int64(i + 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st = editRaw(t, st, path, func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("runs_parked")) })
+	got, err := st.ListRuns(ctx, store.RunFilter{Status: messages.RunScaleOutRequested})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].SharedRunId != "r2" || got[1].SharedRunId != "r0" {
+		t.Fatalf("parked runs after the rebuild: %v", got)
+	}
+}
+
 // closeToRaw closes st and opens its file at path as a bare bbolt database (closed at the end
 // of the test unless the test closes it first), to read or change what the store wrote.
 func closeToRaw(t *testing.T, st *boltstore.Store, path string) *bolt.DB {

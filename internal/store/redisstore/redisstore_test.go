@@ -460,3 +460,50 @@ func TestStore_Lease_keyExpires(t *testing.T) {
 	require.True(t, ok)
 	require.Greater(t, rdb.PTTL(ctx, key).Val(), time.Hour, "renewed key ttl")
 }
+
+// TestStore_Open_buildsTheParkedRunsIndex: a key space whose live-runs index was built before
+// the parked-runs index existed (marker "1") gets the parked index at Open, so a finished
+// scale-out request still finds every parked run.
+func TestStore_Open_buildsTheParkedRunsIndex(t *testing.T) {
+	r := sharedRedis(t)
+	ctx := context.Background()
+	prefix := fmt.Sprintf("t%d", prefixSeq.Add(1))
+	open := func() *redisstore.Store {
+		st, err := redisstore.Open(ctx, redisstore.Options{URL: r.URL(), Prefix: prefix, Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}
+	st := open()
+	for i, status := range []string{messages.RunScaleOutRequested, messages.RunQueued, messages.RunScaleOutRequested, messages.RunSucceeded} {
+		if _, _, err := st.CreateRun(ctx, &messages.SharedRun{SharedRunId: fmt.Sprintf("r%d", i), TenantId: "t1", Status: status,
+			CreatedAt: int64(i + 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr()})
+	defer func() { _ = rdb.Close() }()
+	parkedKey := prefix + ":liveruns:parked"
+	if n := rdb.ZCard(ctx, parkedKey).Val(); n != 2 {
+		t.Fatalf("parked-runs index holds %d runs, want 2", n)
+	}
+	if err := rdb.Del(ctx, parkedKey).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, prefix+":liveruns:built", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	st = open()
+	got, err := st.ListRuns(ctx, store.RunFilter{Status: messages.RunScaleOutRequested})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].SharedRunId != "r2" || got[1].SharedRunId != "r0" {
+		t.Fatalf("parked runs after the rebuild: %v", got)
+	}
+	if v := rdb.Get(ctx, prefix+":liveruns:built").Val(); v != "2" {
+		t.Fatalf("marker = %q, want 2", v)
+	}
+}
