@@ -268,6 +268,18 @@ func ExampleOpen() {
 	fmt.Println(run.GetSharedRunId(), created)
 }
 
+// openPrefix opens a store on r's key space prefix, closed when t ends (opened again, it reads
+// what an earlier store there wrote).
+func openPrefix(t *testing.T, r *testkit.Redis, prefix string) *redisstore.Store {
+	t.Helper()
+	st, err := redisstore.Open(context.Background(), redisstore.Options{URL: r.URL(), Prefix: prefix, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
 // TestStore_ListRuns_activeStatusReadsOnlyLiveRuns: the runs that ended leave the live-runs
 // index, so listing by an active status (what recovery does every round) reads the runs that
 // have not ended, not the whole history; and a store written before the index existed gets it
@@ -276,14 +288,7 @@ func TestStore_ListRuns_activeStatusReadsOnlyLiveRuns(t *testing.T) {
 	r := sharedRedis(t)
 	ctx := context.Background()
 	prefix := fmt.Sprintf("t%d", prefixSeq.Add(1))
-	open := func() *redisstore.Store {
-		st, err := redisstore.Open(ctx, redisstore.Options{URL: r.URL(), Prefix: prefix, Timeout: 5 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = st.Close() })
-		return st
-	}
+	open := func() *redisstore.Store { return openPrefix(t, r, prefix) }
 	st := open()
 	for i := range 300 {
 		id := fmt.Sprintf("r%03d", i)
@@ -468,14 +473,7 @@ func TestStore_Open_buildsTheParkedRunsIndex(t *testing.T) {
 	r := sharedRedis(t)
 	ctx := context.Background()
 	prefix := fmt.Sprintf("t%d", prefixSeq.Add(1))
-	open := func() *redisstore.Store {
-		st, err := redisstore.Open(ctx, redisstore.Options{URL: r.URL(), Prefix: prefix, Timeout: 5 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = st.Close() })
-		return st
-	}
+	open := func() *redisstore.Store { return openPrefix(t, r, prefix) }
 	st := open()
 	for i, status := range []string{messages.RunScaleOutRequested, messages.RunQueued, messages.RunScaleOutRequested, messages.RunSucceeded} {
 		if _, _, err := st.CreateRun(ctx, &messages.SharedRun{SharedRunId: fmt.Sprintf("r%d", i), TenantId: "t1", Status: status,
