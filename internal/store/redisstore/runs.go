@@ -33,7 +33,7 @@ func (s *Store) liveIndex() string { return s.k("liveruns") }
 // reading every live run to find them cost seconds per request under a 100,000-run backlog.
 // It may list a run that left parked status by a write that keeps only the live index (an
 // assignment, an execution's end), which costs a read; it lists every parked run.
-func (s *Store) parkedIndex() string { return s.k("liveruns", "parked") }
+func (s *Store) parkedIndex() string { return s.liveIndex() + ":parked" }
 
 // liveArgs are liveLib's arguments for a write of r.
 func (s *Store) liveArgs(r *messages.SharedRun) []any {
@@ -89,17 +89,10 @@ func (s *Store) CreateRun(ctx context.Context, run *messages.SharedRun) (*messag
 	if r.IdempotencyKey != "" {
 		hasIdem = "1"
 	}
-	live := "1"
-	switch {
-	case messages.IsTerminalRun(r.Status):
-		live = "0"
-	case r.Status == messages.RunScaleOutRequested:
-		live = "2"
-	}
 	keys := []string{s.runKey(r.SharedRunId), s.idemKey(r.TenantId, r.IdempotencyKey),
 		s.runsIndex(), s.tenantRunsIndex(r.TenantId), s.liveIndex()}
 	res, err := s.runScript(ctx, "create run "+r.SharedRunId, scriptCreateRun, keys,
-		pb, r.CreatedAt, r.SharedRunId, hasIdem, s.k("run", ""), live)
+		append([]any{pb, r.CreatedAt, r.SharedRunId, hasIdem, s.k("run", "")}, s.liveArgs(r)...)...)
 	if err != nil {
 		return nil, false, err
 	}

@@ -65,10 +65,9 @@ return {1, n}
 // scriptCreateRun stores a run unless its id or its tenant's idempotency key is taken.
 // KEYS[1] run hash, KEYS[2] idempotency key, KEYS[3] all-runs index, KEYS[4] tenant index,
 // KEYS[5] live-runs index. ARGV[1] pb, ARGV[2] created_at score, ARGV[3] id, ARGV[4] '1' when
-// an idempotency key is set, ARGV[5] run key prefix, ARGV[6] '1' when the run is not final,
-// '2' when it is also parked for scale-out (KEYS[5]..':parked', as liveLib).
+// an idempotency key is set, ARGV[5] run key prefix, ARGV[6..9] liveLib's (ARGV[6] is KEYS[5]).
 // Returns {1} created, {0, pb} existing by key, {2} id taken.
-var scriptCreateRun = redis.NewScript(`
+var scriptCreateRun = redis.NewScript(liveLib + `
 if ARGV[4] == '1' then
   local ex = redis.call('GET', KEYS[2])
   if ex then
@@ -81,8 +80,7 @@ redis.call('HSET', KEYS[1], 'pb', ARGV[1], 'ver', '1')
 if ARGV[4] == '1' then redis.call('SET', KEYS[2], ARGV[3]) end
 redis.call('ZADD', KEYS[3], ARGV[2], ARGV[3])
 redis.call('ZADD', KEYS[4], ARGV[2], ARGV[3])
-if ARGV[6] ~= '0' then redis.call('ZADD', KEYS[5], ARGV[2], ARGV[3]) end
-if ARGV[6] == '2' then redis.call('ZADD', KEYS[5] .. ':parked', ARGV[2], ARGV[3]) end
+live(6)
 return {1}
 `)
 
