@@ -292,6 +292,11 @@ func BenchmarkInFlightMemory(b *testing.B) {
 		b.ReportMetric(float64(runtime.NumGoroutine())/float64(count*b.N), "goroutines/exec")
 		b.ReportMetric(float64(rssBytes()-rss0)/float64(count*b.N), "rss-bytes/exec")
 		b.ReportMetric(float64(rssBytes()), "rss-bytes")
+		// The instances' places were fixed up front: every scale-out request of the burst is
+		// one the reconciler or admission asked for needlessly (the provider refuses them).
+		if reqs, err := st.ListScaleOuts(ctx); err == nil {
+			b.ReportMetric(float64(len(reqs)), "scaleout-requests")
+		}
 	})
 }
 

@@ -26,8 +26,12 @@ type publisherStore interface {
 
 // publisher writes the latest capacity descriptor of each local runtime instance to the
 // registry and refreshes the reservations its runs hold. Instances hand it state without
-// blocking (latest wins); one goroutine of the node's group writes, at most every flushEach
-// per instance change and at every heartbeat, and flushes once more when the group stops.
+// blocking (latest wins). Two goroutines of the node's group write: one the descriptors, at
+// most every flushEach per instance change and at every heartbeat, one the hold extensions of
+// the heartbeats; each flushes once more when the group stops. Holds have their own writer
+// because an instance's holds are one store write per few thousand runs: under a burst a round
+// of them takes seconds, and a descriptor waiting behind it reads as a stale heartbeat (the
+// reconciler then asks for a replacement of a healthy instance).
 type publisher struct {
 	st        publisherStore
 	log       *zap.Logger
@@ -38,30 +42,32 @@ type publisher struct {
 	// self is this incarnation (CapacityDescriptor.NodeId of the instances it publishes).
 	self string
 
-	mu      sync.Mutex // guards pending, removed, onDead
-	pending map[string]pubState
+	mu      sync.Mutex // guards pending, removed, holds, onDead
+	pending map[string]*messages.CapacityDescriptor
 	removed map[string]bool
+	// holds are the runs whose holds to extend, per instance (the latest heartbeat's).
+	holds map[string][]string
 	// onDead, when set, is called (from the publisher's goroutine) when the registry refuses a
 	// descriptor because this incarnation was declared dead.
-	onDead func()
-	wake   chan struct{}
+	onDead   func()
+	wake     chan struct{}
+	holdWake chan struct{}
 }
 
-type pubState struct {
-	d    *messages.CapacityDescriptor
-	runs []string
-}
-
-// newPublisher returns a publisher; start runs its loop. metrics (nil-safe) receives each
+// newPublisher returns a publisher; start runs its loops. metrics (nil-safe) receives each
 // published descriptor as the per-instance capacity gauges, and drops an instance's gauges on
 // removal.
 func newPublisher(st publisherStore, log *zap.Logger, m *metrics.Metrics, ttl, resTTL time.Duration, self string) *publisher {
 	return &publisher{st: st, log: log, metrics: m, ttl: ttl, resTTL: resTTL, self: self, flushEach: 10 * time.Millisecond,
-		pending: map[string]pubState{}, removed: map[string]bool{}, wake: make(chan struct{}, 1)}
+		pending: map[string]*messages.CapacityDescriptor{}, removed: map[string]bool{}, holds: map[string][]string{},
+		wake: make(chan struct{}, 1), holdWake: make(chan struct{}, 1)}
 }
 
-// start runs the publisher's loop in g.
-func (p *publisher) start(g *workgroup.Group) { g.Go(p.loop) }
+// start runs the publisher's loops in g.
+func (p *publisher) start(g *workgroup.Group) {
+	g.Go(p.loop)
+	g.Go(p.holdLoop)
+}
 
 // setOnDead sets the callback of a refused descriptor (see onDead).
 func (p *publisher) setOnDead(fn func()) {
@@ -74,27 +80,31 @@ func (p *publisher) setOnDead(fn func()) {
 // extend (nil: none; a pending extension not yet written is kept). It does not block.
 func (p *publisher) put(d *messages.CapacityDescriptor, runs []string) {
 	p.mu.Lock()
-	if runs == nil {
-		runs = p.pending[d.RuntimeInstanceId].runs
-	}
-	p.pending[d.RuntimeInstanceId] = pubState{d: d, runs: runs}
+	p.pending[d.RuntimeInstanceId] = d
 	delete(p.removed, d.RuntimeInstanceId)
+	if runs != nil {
+		p.holds[d.RuntimeInstanceId] = runs
+	}
 	p.mu.Unlock()
-	p.poke()
+	poke(p.wake)
+	if runs != nil {
+		poke(p.holdWake)
+	}
 }
 
 // remove unregisters an instance that stopped. It does not block.
 func (p *publisher) remove(id string) {
 	p.mu.Lock()
 	delete(p.pending, id)
+	delete(p.holds, id)
 	p.removed[id] = true
 	p.mu.Unlock()
-	p.poke()
+	poke(p.wake)
 }
 
-func (p *publisher) poke() {
+func poke(c chan struct{}) {
 	select {
-	case p.wake <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }
@@ -118,36 +128,39 @@ func (p *publisher) loop(ctx context.Context) {
 	}
 }
 
+func (p *publisher) holdLoop(ctx context.Context) {
+	defer p.flushHolds(ctx)
+	for {
+		select {
+		case <-p.holdWake:
+		case <-ctx.Done():
+			return
+		}
+		p.flushHolds(ctx)
+	}
+}
+
 func (p *publisher) flush(ctx context.Context) {
 	p.mu.Lock()
 	pending, removed := p.pending, p.removed
-	p.pending, p.removed = map[string]pubState{}, map[string]bool{}
+	p.pending, p.removed = map[string]*messages.CapacityDescriptor{}, map[string]bool{}
 	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
-	for id, s := range pending {
-		p.metrics.Capacity(s.d)
-		if err := p.st.PutInstance(ctx, s.d, p.ttl); err != nil {
-			if errors.Is(err, store.ErrMemberDead) {
-				// The cluster declared this incarnation dead: the registry refuses it for good.
-				p.mu.Lock()
-				onDead := p.onDead
-				p.mu.Unlock()
-				if onDead != nil {
-					onDead()
-				}
-				continue
-			}
-			p.log.Warn("publish capacity", zap.String("runtime_instance_id", id), zap.Error(err))
-			p.retry(id, s)
-			continue
-		}
-		if len(s.runs) > 0 {
-			if err := p.st.RefreshReservations(ctx, id, s.runs, p.resTTL); err != nil {
-				p.log.Warn("refresh reservations", zap.String("runtime_instance_id", id), zap.Error(err))
-			}
-		}
+	// The descriptors in parallel: under load each write waits its turn for a store connection,
+	// and one after the other a round of twenty instances took seconds (stale heartbeats).
+	sem := make(chan struct{}, publishParallelism)
+	var wg sync.WaitGroup
+	for id, d := range pending {
+		p.metrics.Capacity(d)
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			p.write(ctx, id, d)
+		}()
 	}
+	wg.Wait()
 	for id := range removed {
 		p.metrics.DropInstance(id)
 		// Instance ids are reused: once this incarnation's entry is gone (its member was
@@ -161,11 +174,52 @@ func (p *publisher) flush(ctx context.Context) {
 	}
 }
 
+// publishParallelism bounds the descriptor writes of one flush in flight at once.
+const publishParallelism = 8
+
+// write puts one descriptor, keeping it for the next flush when the write failed.
+func (p *publisher) write(ctx context.Context, id string, d *messages.CapacityDescriptor) {
+	err := p.st.PutInstance(ctx, d, p.ttl)
+	switch {
+	case err == nil:
+	case errors.Is(err, store.ErrMemberDead):
+		// The cluster declared this incarnation dead: the registry refuses it for good.
+		p.mu.Lock()
+		onDead := p.onDead
+		p.mu.Unlock()
+		if onDead != nil {
+			onDead()
+		}
+	default:
+		p.log.Warn("publish capacity", zap.String("runtime_instance_id", id), zap.Error(err))
+		p.retry(id, d)
+	}
+}
+
+// flushHolds extends the holds handed since the last flush. A failed extension is not kept:
+// the next heartbeat's comes within a fraction of a hold's TTL.
+func (p *publisher) flushHolds(ctx context.Context) {
+	p.mu.Lock()
+	holds := p.holds
+	p.holds = map[string][]string{}
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	for id, runs := range holds {
+		if len(runs) == 0 {
+			continue
+		}
+		if err := p.st.RefreshReservations(ctx, id, runs, p.resTTL); err != nil {
+			p.log.Warn("refresh reservations", zap.String("runtime_instance_id", id), zap.Error(err))
+		}
+	}
+}
+
 // retry keeps a failed write for the next flush unless newer state arrived meanwhile.
-func (p *publisher) retry(id string, s pubState) {
+func (p *publisher) retry(id string, d *messages.CapacityDescriptor) {
 	p.mu.Lock()
 	if _, newer := p.pending[id]; !newer && !p.removed[id] {
-		p.pending[id] = s
+		p.pending[id] = d
 	}
 	p.mu.Unlock()
 }

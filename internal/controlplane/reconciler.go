@@ -84,12 +84,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, flagged map[string]bool) map
 	if err != nil || !ok {
 		return flagged
 	}
+	// The time before the list: every heartbeat listed is at least as recent as the call, and a
+	// list slowed by a loaded store must not age the heartbeats it read.
+	now := r.cfg.Now()
 	insts, err := r.st.ListInstances(ctx)
 	if err != nil {
 		r.cfg.Log.Warn("health: list instances", zap.Error(err))
 		return flagged
 	}
-	now := r.cfg.Now()
 	live := map[string]bool{}
 	for _, d := range insts {
 		live[d.RuntimeInstanceId] = true

@@ -1,12 +1,16 @@
 package controlplane_test
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/dairuntime/dair/internal/controlplane"
+	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/messages"
 )
 
 // TestReconciler_Reconcile_replacesAStaleInstanceOnce: an instance whose heartbeat went stale
@@ -51,4 +55,36 @@ func TestReconciler_Reconcile_scopeAtItsMaximum(t *testing.T) {
 
 	r.Reconcile(ctx, map[string]bool{})
 	require.Len(t, p.requests(), 1, "a replacement beyond the scope's maximum was requested")
+}
+
+// slowList is a registry whose ListInstances takes a minute of the reconciler's clock.
+type slowList struct {
+	store.Store
+	clock *atomic.Int64 // unix nanoseconds
+}
+
+func (s slowList) ListInstances(ctx context.Context) ([]*messages.CapacityDescriptor, error) {
+	list, err := s.Store.ListInstances(ctx)
+	s.clock.Add(int64(time.Minute))
+	return list, err
+}
+
+// TestReconciler_Reconcile_aSlowListAgesNoHeartbeat: a heartbeat is judged against the time
+// the list began, not the time it answered: a loaded store that answers late must not make a
+// healthy instance look stale (the reconciler would ask to replace it).
+func TestReconciler_Reconcile_aSlowListAgesNoHeartbeat(t *testing.T) {
+	ctx := testCtx(t)
+	st := openStore(t)
+	p := newPlane(t, st)
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	r, err := controlplane.NewReconciler(slowList{st, &clock}, controlplane.ReconcilerConfig{Holder: "cp-1", Circuits: controlplane.NewCircuits(),
+		Tenants: p.tenants, Scaler: p.scaler, Now: func() time.Time { return time.Unix(0, clock.Load()) }})
+	require.NoError(t, err)
+	d := ready("runtime-instance-1", "", 2)
+	d.LastHeartbeatAt = clock.Load()
+	require.NoError(t, st.PutInstance(ctx, d, time.Hour))
+
+	require.Empty(t, r.Reconcile(ctx, map[string]bool{}), "a heartbeat fresh when the list began was judged stale")
+	require.Empty(t, p.requests())
 }
