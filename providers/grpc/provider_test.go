@@ -10,6 +10,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dairuntime/dair/messages"
@@ -140,4 +144,42 @@ func TestProvider_TLS(t *testing.T) {
 	require.False(t, res.GetOk(), "a provider that does not trust the CA reached the host")
 	got, _ := b.Dispatches()
 	require.Len(t, got, 1, "only the TLS dispatch reached the host")
+}
+
+// rawCodec sends the bytes it is given as they are (a caller whose message does not decode).
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) ([]byte, error) { return *v.(*[]byte), nil }
+func (rawCodec) Unmarshal(data []byte, v any) error {
+	*v.(*[]byte) = append([]byte(nil), data...)
+	return nil
+}
+func (rawCodec) Name() string { return "proto" }
+
+// TestServer_undecodableRequestIsInvalidArgument: a request message that does not decode is
+// the caller's fault, answered INVALID_ARGUMENT (grpc-go's own answer is INTERNAL), on a unary
+// method and on the streaming Invoke; the host serves the next good request.
+func TestServer_undecodableRequestIsInvalidArgument(t *testing.T) {
+	b := testkit.NewRuntimeBackend("i-1")
+	addr := serve(t, b, nil)
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, conn.Close()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	bad := []byte{0xff, 0xff, 0xff, 0xff}
+	var out []byte
+	err = conn.Invoke(ctx, "/runtime.v1.RuntimeInstanceService/Dispatch", &bad, &out, grpc.ForceCodec(rawCodec{}))
+	require.Equal(t, codes.InvalidArgument, status.Code(err), "unary: %v", err)
+	require.Contains(t, status.Convert(err).Message(), "does not decode")
+
+	stream, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, "/runtime.v1.RuntimeService/Invoke", grpc.ForceCodec(rawCodec{}))
+	require.NoError(t, err)
+	require.NoError(t, stream.SendMsg(&bad))
+	require.NoError(t, stream.CloseSend())
+	err = stream.RecvMsg(&out)
+	require.Equal(t, codes.InvalidArgument, status.Code(err), "stream: %v", err)
+
+	res := newProvider(t, grpcprov.Config{}).Dispatch(ctx, descriptor("i-1", addr), dispatchReq())
+	require.True(t, res.GetOk(), res.GetReason())
 }

@@ -3,7 +3,9 @@ package grpc
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -11,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/dairuntime/dair/messages"
 	"github.com/dairuntime/dair/providers/remote"
@@ -45,11 +48,81 @@ func NewServer(cfg ServerConfig) *grpc.Server {
 	if cfg.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
 	}
+	opts = append(opts, grpc.ForceServerCodec(checkedCodec{}))
 	s := grpc.NewServer(opts...)
-	messages.RegisterRuntimeInstanceServiceServer(s, &instanceService{backend: cfg.Backend, instances: cfg.Instances})
-	messages.RegisterRuntimeServiceServer(s, &runtimeService{invoker: cfg.Invoker})
+	s.RegisterService(badRequestsInvalid(&messages.RuntimeInstanceService_ServiceDesc),
+		&instanceService{backend: cfg.Backend, instances: cfg.Instances})
+	s.RegisterService(badRequestsInvalid(&messages.RuntimeService_ServiceDesc), &runtimeService{invoker: cfg.Invoker})
 	return s
 }
+
+// badRequestsInvalid returns a copy of desc whose methods answer a request message that does
+// not decode with INVALID_ARGUMENT. grpc-go answers INTERNAL, and writes that status itself
+// before the handler returns, which tells a caller the server failed (and to retry) when it
+// was the caller's bytes. So the server's codec (checkedCodec) does not fail a decode: it
+// notes the message as undecodable, and the decoders the handlers are given here answer it.
+func badRequestsInvalid(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
+	out := *desc
+	out.Methods = make([]grpc.MethodDesc, len(desc.Methods))
+	for i, m := range desc.Methods {
+		h := m.Handler
+		m.Handler = func(srv any, ctx context.Context, dec func(any) error, in grpc.UnaryServerInterceptor) (any, error) {
+			return h(srv, ctx, func(v any) error { return decoded(v, dec(v)) }, in)
+		}
+		out.Methods[i] = m
+	}
+	out.Streams = make([]grpc.StreamDesc, len(desc.Streams))
+	for i, sd := range desc.Streams {
+		h := sd.Handler
+		sd.Handler = func(srv any, stream grpc.ServerStream) error { return h(srv, decodeChecked{stream}) }
+		out.Streams[i] = sd
+	}
+	return &out
+}
+
+// decodeChecked is a server stream whose received messages that did not decode are
+// INVALID_ARGUMENT (see badRequestsInvalid).
+type decodeChecked struct{ grpc.ServerStream }
+
+func (s decodeChecked) RecvMsg(m any) error { return decoded(m, s.ServerStream.RecvMsg(m)) }
+
+// undecodable holds the decode error of each message checkedCodec could not decode, until the
+// handler's decoder takes it (decoded).
+var undecodable sync.Map // proto.Message -> error
+
+// decoded returns the error of receiving v: err, or INVALID_ARGUMENT when checkedCodec noted v
+// as undecodable.
+func decoded(v any, err error) error {
+	if bad, ok := undecodable.LoadAndDelete(v); ok {
+		return status.Errorf(codes.InvalidArgument, "the request message does not decode: %v", bad)
+	}
+	return err
+}
+
+// checkedCodec is the server's protobuf codec: a message that does not decode is noted in
+// undecodable, not failed (see badRequestsInvalid).
+type checkedCodec struct{}
+
+func (checkedCodec) Marshal(v any) ([]byte, error) {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return nil, fmt.Errorf("grpc: cannot marshal %T: not a protobuf message", v)
+	}
+	return proto.Marshal(m)
+}
+
+func (checkedCodec) Unmarshal(data []byte, v any) error {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return fmt.Errorf("grpc: cannot unmarshal into %T: not a protobuf message", v)
+	}
+	if err := proto.Unmarshal(data, m); err != nil {
+		undecodable.Store(v, err)
+	}
+	return nil
+}
+
+func (checkedCodec) Name() string { return "proto" }
 
 // instanceService implements RuntimeInstanceService over a Backend.
 type instanceService struct {
