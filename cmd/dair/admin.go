@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -141,7 +142,12 @@ func mergeTenant(cur, flags httpapi.Tenant, changed func(name string) bool) http
 		{"weight", func() { cur.Weight = flags.Weight }},
 		{"max-concurrent-runs", func() { cur.MaxConcurrentRuns = flags.MaxConcurrentRuns }},
 		{"max-queued-runs", func() { cur.MaxQueuedRuns = flags.MaxQueuedRuns }},
-		{"runs-per-second", func() { cur.RunsPerSecond = flags.RunsPerSecond }},
+		{"runs-per-second", func() {
+			cur.RunsPerSecond = flags.RunsPerSecond
+			if flags.RunsPerSecond == 0 && !changed("runs-burst") {
+				cur.RunsBurst = 0 // no rate, no burst: clearing the limit clears it whole
+			}
+		}},
 		{"runs-burst", func() { cur.RunsBurst = flags.RunsBurst }},
 	} {
 		if changed(f.name) {
@@ -376,6 +382,25 @@ func fairFlags(fs *pflag.FlagSet, t *httpapi.Tenant) {
 	fs.Int32Var(&t.Weight, "weight", 0, "fair share of contended shared capacity (0: default 1)")
 	fs.Int32Var(&t.MaxConcurrentRuns, "max-concurrent-runs", 0, "dispatched and running runs across all instances (0: unlimited)")
 	fs.Int32Var(&t.MaxQueuedRuns, "max-queued-runs", 0, "queued runs; a submit beyond it is refused with 429 (0: unlimited)")
-	fs.Float64Var(&t.RunsPerSecond, "runs-per-second", 0, "dispatch rate limit (0: unlimited)")
+	fs.Var((*rateValue)(&t.RunsPerSecond), "runs-per-second", "dispatch rate limit (0: unlimited; 0 also clears a --runs-burst not given)")
 	fs.Int32Var(&t.RunsBurst, "runs-burst", 0, "dispatch rate burst (0: ceil of --runs-per-second)")
+}
+
+// rateValue is the --runs-per-second flag: a float64 that refuses a positive value too small
+// for a float64 (1e-400 parses as 0 without an error, and 0 means no limit at all).
+type rateValue float64
+
+func (v *rateValue) String() string { return strconv.FormatFloat(float64(*v), 'g', -1, 64) }
+func (v *rateValue) Type() string   { return "float" }
+
+func (v *rateValue) Set(s string) error {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return fmt.Errorf("want a number, got %q", s)
+	}
+	if m, _, _ := strings.Cut(strings.ToLower(s), "e"); f == 0 && strings.ContainsAny(m, "123456789") {
+		return fmt.Errorf("%s is too small for a 64-bit float: it would be 0, which means no limit", s)
+	}
+	*v = rateValue(f)
+	return nil
 }

@@ -256,6 +256,16 @@ func TestDair_Dev_submitWaitRestart(t *testing.T) {
 	require.Equal(t, messages.IsolationShared, ten.IsolationMode)
 	require.False(t, ten.Suspended)
 	require.EqualValues(t, 3, ten.Weight, "a change of isolation keeps the fair share")
+	// Setting the rate to 0 clears the limit whole, its burst too (else the put is refused: a
+	// burst needs a rate).
+	r = dair(t, srv, "tenants", "put", "globex", "--runs-per-second", "2.5", "--runs-burst", "3", "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = dair(t, srv, "tenants", "put", "globex", "--runs-per-second", "0", "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	ten = httpapi.Tenant{}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &ten))
+	require.Zero(t, ten.RunsPerSecond)
+	require.Zero(t, ten.RunsBurst)
 	r = dair(t, srv, "tenants", "put", "initech", "--weight", "2", "-o", "json") // new: shared by default
 	require.Equal(t, 0, r.code, r.stderr)
 	ten = httpapi.Tenant{}
@@ -313,6 +323,9 @@ func TestDair_Usage_exitCodes(t *testing.T) {
 		{"tenants put bad isolation", []string{down, "tenants", "put", "t", "--isolation", "solo"}, 2, "unknown isolation", ""},
 		{"submit key not UTF-8", []string{down, "submit", "p", "--tenant", "t", "--idempotency-key", "order-\xff"}, 2, "not valid UTF-8", ""},
 		{"tenants put NaN rate", []string{down, "tenants", "put", "t", "--runs-per-second", "NaN"}, 2, "must be a finite number", ""},
+		{"tenants put rate that underflows", []string{down, "tenants", "put", "t", "--runs-per-second", "1e-400"}, 2, "too small for a 64-bit float", ""},
+		{"tenants put rate not a number", []string{down, "tenants", "put", "t", "--runs-per-second", "fast"}, 2, `want a number, got "fast"`, ""},
+		{"runs get empty id", []string{down, "runs", "get", ""}, 2, "the argument ID is empty", ""},
 		{"server down", []string{down, "runs", "get", "x"}, 1, `connection refused; is a node running at`, ""},
 		{"server down hint", []string{down, "runs", "get", "x"}, 1, `start one with "dair dev"`, ""},
 		{"node join with file store", []string{"node", "--store", "bolt://" + filepath.Join(t.TempDir(), "d.db"),

@@ -151,6 +151,11 @@ func exactArgs(names ...string) cobra.PositionalArgs {
 		if len(args) != len(names) {
 			return usagef("%s takes %d argument(s) (%v), got %d", cmd.CommandPath(), len(names), names, len(args))
 		}
+		for i, a := range args {
+			if a == "" {
+				return usagef("%s: the argument %s is empty", cmd.CommandPath(), names[i])
+			}
+		}
 		return nil
 	}
 }

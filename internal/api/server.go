@@ -390,6 +390,9 @@ func decodeJSON(r *http.Request, v any, allowEmpty bool) error {
 		}
 		return &requestError{msg: "api: malformed json: trailing data after the object"}
 	}
+	if err := jsonvalid.Fields(body, v); err != nil {
+		return &requestError{msg: "api: malformed json: " + err.Error()}
+	}
 	return nil
 }
 

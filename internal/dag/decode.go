@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/dairuntime/dair/internal/jsonvalid"
 )
 
 var (
@@ -105,6 +107,9 @@ func decodeJSON(data []byte) (*rawPipeline, error) {
 	var extra json.RawMessage
 	switch err := dec.Decode(&extra); {
 	case errors.Is(err, io.EOF):
+		if err := jsonvalid.Fields(data, raw); err != nil {
+			return nil, &ParseError{Format: "json", Msg: err.Error(), Err: err}
+		}
 		return raw, nil
 	case err != nil:
 		return nil, jsonError(data, err)

@@ -236,6 +236,11 @@ func TestLoad_Validate_rules(t *testing.T) {
 			message: `dag: parse json: unknown field "extra"`,
 		},
 		{
+			name:    "a JSON field spelled in another case",
+			doc:     `{"key":"k","steps":[{"id":"a","uses":"echo","USES":"fail"}]}`,
+			message: `dag: parse json: unknown field "USES" (at steps[0].USES): field names are case-sensitive; the field is "uses"`,
+		},
+		{
 			name:    "wrong type",
 			doc:     "key: k\nsteps: {id: a}\n",
 			message: "dag: parse yaml: line 2:",

@@ -85,6 +85,8 @@ func TestHTTPHandler_CallTool_agents(t *testing.T) {
 		"overflowing number": {`{"agent":"tally/p1","message":1e400}`, "1e400"},
 		"unknown field":      {`{"agent":"tally/p1","message":1,"priority":2}`, `unknown field "priority"`},
 		"no message":         {`{"agent":"tally/p1"}`, "missing argument: message"},
+		"a field in another case": {`{"agent":"tally/p1","message":1,"Message":2}`,
+			`unknown field "Message" (at Message): field names are case-sensitive; the field is "message"`},
 		"agent not a string": {`{"agent":7,"message":1}`, "agent: want a string, got number"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -89,6 +89,9 @@ func decodeExact(args json.RawMessage, required []string, v any) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return fmt.Errorf("%w: data after the arguments object", ErrBadArgument)
 	}
+	if err := jsonvalid.Fields(args, v); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadArgument, err)
+	}
 	return nil
 }
 
