@@ -89,7 +89,8 @@ type AgentWorker struct {
 // AgentList is the answer of GET /v1/agents: the agent types with their owners and, for
 // operators, the workers (with their active agents) and the answering router's pending sends.
 type AgentList struct {
-	Agents          []AgentType   `json:"agents"`
-	Workers         []AgentWorker `json:"workers,omitempty"`
-	PendingSessions int           `json:"pending_sessions"`
+	Agents  []AgentType   `json:"agents"`
+	Workers []AgentWorker `json:"workers,omitempty"`
+	// PendingSessions is answered to operators only (nil, and left out, for other callers).
+	PendingSessions *int `json:"pending_sessions,omitempty"`
 }

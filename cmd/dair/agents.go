@@ -67,7 +67,9 @@ func (a *app) printAgents(l *httpapi.AgentList) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", w.WorkerID, w.NodeID, dash(strings.Join(w.Types, ",")),
 				w.ActiveAgents, w.Subscriptions, state)
 		}
-		fmt.Fprintf(tw, "\npending sends: %d\n", l.PendingSessions)
+		if l.PendingSessions != nil {
+			fmt.Fprintf(tw, "\npending sends: %d\n", *l.PendingSessions)
+		}
 	}
 	return tw.Flush()
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/dairuntime/dair/httpapi"
 	"github.com/dairuntime/dair/internal/auth"
 	"github.com/dairuntime/dair/internal/dag"
+	"github.com/dairuntime/dair/internal/store"
 	"github.com/dairuntime/dair/internal/tenancy"
 	"github.com/dairuntime/dair/messages"
 )
@@ -25,6 +27,12 @@ func (s *server) listInstances(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tenant := r.URL.Query().Get("tenant_id")
+	if tenant != "" {
+		if err := tenancy.ValidateTenantID(tenant); err != nil {
+			s.fail(w, r, badRequest("api: %s", plain(err)))
+			return
+		}
+	}
 	out := httpapi.InstanceList{Instances: make([]httpapi.Instance, 0, len(insts))}
 	for _, d := range insts {
 		if tenant != "" && d.TenantId != tenant {
@@ -245,15 +253,27 @@ func (s *server) listPipelines(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, out)
 }
 
+// pipelineExists reports whether any version of pipeline key is stored.
+func (s *server) pipelineExists(r *http.Request, key string) bool {
+	_, err := s.node.Store().GetPipeline(r.Context(), key, "")
+	return err == nil
+}
+
 // getPipeline handles GET /v1/pipelines/{key}[?hash=].
 func (s *server) getPipeline(w http.ResponseWriter, r *http.Request) {
 	if err := requireRole(r, auth.RoleTenant); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	pv, err := s.node.Store().GetPipeline(r.Context(), r.PathValue("key"), r.URL.Query().Get("hash"))
+	key, hash := r.PathValue("key"), r.URL.Query().Get("hash")
+	pv, err := s.node.Store().GetPipeline(r.Context(), key, hash)
 	if err != nil {
-		s.fail(w, r, notFoundAs(err, "pipeline", r.PathValue("key")))
+		if hash != "" && errors.Is(err, store.ErrNotFound) && s.pipelineExists(r, key) {
+			// Name the version: the pipeline may well exist at other hashes.
+			err = &httpError{status: http.StatusNotFound, code: httpapi.CodeNotFound,
+				msg: fmt.Sprintf("api: pipeline %q has no version with hash %q", key, hash)}
+		}
+		s.fail(w, r, notFoundAs(err, "pipeline", key))
 		return
 	}
 	s.writeJSON(w, http.StatusOK, s.pipelineView(r, pv, true))

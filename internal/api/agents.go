@@ -65,7 +65,8 @@ func (s *server) listAgents(w http.ResponseWriter, r *http.Request) {
 		out.Agents = append(out.Agents, v)
 	}
 	if auth.FromContext(r.Context()).HasRole(auth.RoleOperator) {
-		out.PendingSessions = d.PendingSessions
+		pending := d.PendingSessions
+		out.PendingSessions = &pending
 		for _, wk := range d.Workers {
 			out.Workers = append(out.Workers, httpapi.AgentWorker{WorkerID: wk.ID, NodeID: wk.NodeID, Address: wk.Address,
 				Self: wk.Self, Types: append([]string{}, wk.Types...), Subscriptions: wk.Subscriptions, ActiveAgents: wk.ActiveAgents,
@@ -80,7 +81,7 @@ func (s *server) listAgents(w http.ResponseWriter, r *http.Request) {
 func (s *server) sendAgent(w http.ResponseWriter, r *http.Request) {
 	id := &messages.AgentId{Type: r.PathValue("type"), Key: r.PathValue("key")}
 	if err := agents.ValidateAgentID(id); err != nil {
-		s.fail(w, r, badRequest("api: %v", err))
+		s.fail(w, r, badRequest("api: %s", plain(err)))
 		return
 	}
 	var req httpapi.AgentSendRequest
@@ -125,7 +126,7 @@ func (s *server) publishAgent(w http.ResponseWriter, r *http.Request) {
 	}
 	topic, err := agents.ParseTopic(raw)
 	if err != nil {
-		s.fail(w, r, badRequest("api: topic %q: %v (want TYPE or TYPE/SOURCE)", raw, err))
+		s.fail(w, r, badRequest("api: topic %q: %s (want TYPE or TYPE/SOURCE)", raw, plain(err)))
 		return
 	}
 	var req httpapi.AgentPublishRequest

@@ -179,11 +179,12 @@ func TestAPI_Agents_list_tenantAndOperatorViews(t *testing.T) {
 			t.Fatalf("type %+v: want one owner on api-test", a)
 		}
 	}
-	if !slices.Equal(names, []string{"boom", "greet", "private", "slow", "text"}) || l.Workers != nil {
+	if !slices.Equal(names, []string{"boom", "greet", "private", "slow", "text"}) || l.Workers != nil || l.PendingSessions != nil {
 		t.Fatalf("tenant view: %+v", l)
 	}
 	f.as(mintToken(t, "ops", "operator")).call("GET", "/v1/agents", "", http.StatusOK, &l)
-	if len(l.Workers) != 1 || !l.Workers[0].Self || l.Workers[0].NodeID != "api-test" || l.Workers[0].Subscriptions != 1 {
+	if len(l.Workers) != 1 || !l.Workers[0].Self || l.Workers[0].NodeID != "api-test" || l.Workers[0].Subscriptions != 1 ||
+		l.PendingSessions == nil || *l.PendingSessions != 0 {
 		t.Fatalf("operator view: %+v", l)
 	}
 }

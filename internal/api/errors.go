@@ -48,7 +48,8 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		}
 		s.writeError(w, http.StatusBadRequest, code, re.msg)
 	case errors.As(err, &mbe):
-		s.writeError(w, http.StatusRequestEntityTooLarge, httpapi.CodeRequestTooLarge, "api: "+err.Error())
+		// Worded as limitBody's refusal of a declared length (http's own is "http: request body too large").
+		s.writeError(w, http.StatusRequestEntityTooLarge, httpapi.CodeRequestTooLarge, fmt.Sprintf("api: request body is larger than %d bytes", mbe.Limit))
 	case errors.Is(err, dag.ErrInvalid):
 		// The validator's messages ("dag: step "a": cycle: ...") are its documented format.
 		s.writeError(w, http.StatusBadRequest, httpapi.CodeInvalidPipeline, err.Error())

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -44,6 +45,12 @@ func TestServer_Errors_badInput(t *testing.T) {
 		{"unknown execution replay", "POST", "/v1/executions/nope/replay", "", 404, httpapi.CodeNotFound, ""},
 		{"unknown instance", "POST", "/v1/instances/nope/pause", "", 404, httpapi.CodeNotFound, ""},
 		{"unknown pipeline get", "GET", "/v1/pipelines/nope", "", 404, httpapi.CodeNotFound, ""},
+		{"unknown pipeline version", "GET", "/v1/pipelines/three?hash=zzz", "", 404, httpapi.CodeNotFound, `pipeline "three" has no version with hash "zzz"`},
+		{"unknown pipeline, a version asked", "GET", "/v1/pipelines/nope?hash=zzz", "", 404, httpapi.CodeNotFound, `pipeline "nope" not found`},
+		{"bad tenant filter of instances", "GET", "/v1/instances?tenant_id=BAD", "", 400, httpapi.CodeBadRequest, "tenant_id"},
+		{"an agent type not lower case", "POST", "/v1/agents/Echo/k/messages", `{"message":1}`, 400, httpapi.CodeBadRequest, "api: invalid agent id"},
+		{"a topic with a space", "POST", "/v1/topics/orders%20x/messages", `{"message":1}`, 400, httpapi.CodeBadRequest, `api: topic "orders x": invalid topic`},
+		{"a null body", "POST", "/v1/runs", `null`, 400, httpapi.CodeBadRequest, "the body: want an object, got null"},
 		{"unknown route", "GET", "/v1/nothing", "", 404, httpapi.CodeNotFound, ""},
 		{"body of the wrong type", "POST", "/v1/runs", `[1]`, 400, httpapi.CodeBadRequest, "the body: want an object, got array"},
 		{"field of the wrong type", "PUT", "/v1/tenants/acme", `{"runs_per_second":"fast"}`, 400, httpapi.CodeBadRequest,
@@ -115,5 +122,13 @@ func TestServer_Errors_oversizeChunked(t *testing.T) {
 	defer closeBody(t, resp)
 	if resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("status = %d, want 413", resp.StatusCode)
+	}
+	var eb httpapi.ErrorBody
+	if err := json.NewDecoder(resp.Body).Decode(&eb); err != nil {
+		t.Fatal(err)
+	}
+	// Worded as the refusal of a declared length.
+	if eb.Error.Message != "api: request body is larger than 1024 bytes" {
+		t.Fatalf("message %q", eb.Error.Message)
 	}
 }

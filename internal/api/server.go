@@ -367,6 +367,10 @@ func decodeJSON(r *http.Request, v any, allowEmpty bool) error {
 	if err := jsonvalid.CheckText(body); err != nil {
 		return &requestError{msg: textProblem(body, err)}
 	}
+	if bytes.Equal(bytes.TrimSpace(body), []byte("null")) {
+		// encoding/json leaves v as it is for null: the body would read as {}.
+		return &requestError{msg: "api: malformed json: the body: want an object, got null"}
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
