@@ -61,11 +61,18 @@ func requireTenant(r *http.Request, tenantID string) error {
 	return nil
 }
 
-// submitSnapshot builds the verified tenant context of a submission. With auth on it comes from
-// the token only; a body tenant different from the token's is a 403. With auth none the body's
-// tenant (default "default") is used.
+// submitSnapshot builds the verified tenant context of a submission. The request names its
+// tenant as tenant_id in the body or the query (both: they must agree, else a 400). With auth
+// on the context comes from the token only; a named tenant different from the token's is a
+// 403. With auth none the named tenant (default "default") is used.
 func (s *server) submitSnapshot(r *http.Request, bodyTenant, correlationID string) (*messages.ExecutionContextSnapshot, error) {
 	c := auth.FromContext(r.Context())
+	if q := r.URL.Query().Get("tenant_id"); q != "" {
+		if bodyTenant != "" && bodyTenant != q {
+			return nil, badRequest("api: tenant_id %q in the query differs from tenant_id %q in the body", q, bodyTenant)
+		}
+		bodyTenant = q
+	}
 	if !s.authOn() {
 		t := bodyTenant
 		if t == "" {

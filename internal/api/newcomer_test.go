@@ -192,3 +192,17 @@ func TestServer_CheckPipeline(t *testing.T) {
 		t.Fatal("check stored the definition")
 	}
 }
+
+// TestServer_SubmitRun_tenantInTheQuery: with auth none a caller may name its tenant in the
+// query instead of the body (docs/api.md); the run is that tenant's, not the default's.
+func TestServer_SubmitRun_tenantInTheQuery(t *testing.T) {
+	f := newFixture(t, false, nil)
+	f.putPipeline(threeStep)
+	var sub httpapi.SubmitResponse
+	mustJSON(t, f.call("POST", "/v1/runs?tenant_id=globex", `{"pipeline":"three","input":{"name":"a"}}`, http.StatusAccepted, nil), &sub)
+	var run httpapi.Run
+	f.call("GET", "/v1/runs/"+sub.SharedRunID, "", http.StatusOK, &run)
+	if run.TenantID != "globex" {
+		t.Fatalf("the run's tenant is %q, want globex (named in the query)", run.TenantID)
+	}
+}
