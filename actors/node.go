@@ -27,6 +27,10 @@ import (
 // stopWait bounds how long Stop waits for the node's background goroutines once cancelled.
 const stopWait = 10 * time.Second
 
+// startupRecoveryBound bounds the recovery round a node with the control-plane role runs before
+// its pump starts.
+const startupRecoveryBound = 5 * time.Second
+
 // Node is one running dair node: an actor system with the node's supervision tree, the
 // control-plane services, the committer, the publisher, and the worker group that owns every
 // background goroutine of the node. Its methods are goroutine-safe.
@@ -86,6 +90,15 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		} else if k > 0 {
 			n.env.log.Info("released the claims of an earlier run of this node's pump", zap.Int("items", k))
 		}
+		// The runs an earlier run of this node was executing are requeued, at the front of
+		// their queues, before this node's pump takes any: else a run queued behind them takes
+		// the slot (a tenant's concurrency quota) of the run that was mid-step. Bounded: a huge
+		// backlog of them is left to the recovery loop.
+		rctx, cancel := context.WithTimeout(ctx, startupRecoveryBound)
+		if err := n.plane.recoverer.Round(rctx, false); err != nil {
+			n.env.log.Warn("recovery round at start", zap.Error(err))
+		}
+		cancel()
 	}
 	if err := n.spawnTree(ctx); err != nil {
 		n.abort(ctx)

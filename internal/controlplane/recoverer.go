@@ -352,7 +352,9 @@ func (r *Recoverer) requeueFrom(ctx context.Context, runID, instance string, tak
 	if err := r.st.ReleaseReservation(ctx, instance, runID); err != nil {
 		r.cfg.Log.Warn("release reservation", zap.String("runtime_instance_id", instance), zap.Error(err))
 	}
-	if err := r.st.Enqueue(ctx, runID); err != nil {
+	// At the front of the queue: the run had its turn (it was dispatched), and the runs queued
+	// after it must not take its place (under a tenant's concurrency quota, the slot it held).
+	if err := r.st.EnqueueFront(ctx, runID); err != nil {
 		return true, fmt.Errorf("enqueue run: %w", err)
 	}
 	if r.cfg.OnRequeued != nil {

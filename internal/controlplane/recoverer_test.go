@@ -206,14 +206,23 @@ type enqueueWatch struct {
 }
 
 func (s *enqueueWatch) Enqueue(ctx context.Context, id string) error {
-	entries, err := s.ReadLedger(ctx, id, 0, 100)
+	s.watch(id)
+	return s.Store.Enqueue(ctx, id)
+}
+
+func (s *enqueueWatch) EnqueueFront(ctx context.Context, id string) error {
+	s.watch(id)
+	return s.Store.EnqueueFront(ctx, id)
+}
+
+func (s *enqueueWatch) watch(id string) {
+	entries, err := s.ReadLedger(context.Background(), id, 0, 100)
 	require.NoError(s.t, err)
 	for _, e := range entries {
 		if e.Kind == messages.KindRecovery {
 			s.entryFirst[id] = true
 		}
 	}
-	return s.Store.Enqueue(ctx, id)
 }
 
 // TestRecoverer_RecoverRun_entryPrecedesTheRequeue: the recovery entry is in the run's ledger
@@ -271,4 +280,33 @@ func TestRecoverer_RecoverRun_requeueOutlivesACancelledRound(t *testing.T) {
 	pending, _, err := st.QueueDepth(ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, pending)
+}
+
+// TestRecoverer_RecoverRun_goesAheadOfTheRunsQueuedAfterIt: a recovered run had its turn (it
+// was dispatched); it is claimed before the runs that waited behind it, else under a tenant's
+// concurrency quota a newer run takes the slot of the run that was executing (probe: a restart
+// left the run that was mid-step waiting for a newer run's whole duration).
+func TestRecoverer_RecoverRun_goesAheadOfTheRunsQueuedAfterIt(t *testing.T) {
+	ctx := testCtx(t)
+	st := openStore(t)
+	p := newPlane(t, st)
+	snap := &messages.ExecutionContextSnapshot{TenantId: "acme"}
+	_, _, err := st.CreateRun(ctx, &messages.SharedRun{SharedRunId: "r1", TenantId: "acme", Status: messages.RunRunning, ExecutionId: "x1",
+		AssignedRuntimeInstanceId: "lost-1", Snapshot: snap})
+	require.NoError(t, err)
+	require.NoError(t, st.CreateExecution(ctx, &messages.Execution{ExecutionId: "x1", SharedRunId: "r1", Epoch: 1, RuntimeInstanceId: "lost-1",
+		Status: messages.RunRunning}))
+	_, _, err = st.CreateRun(ctx, &messages.SharedRun{SharedRunId: "r2", TenantId: "acme", Status: messages.RunQueued, Snapshot: snap})
+	require.NoError(t, err)
+	require.NoError(t, st.Enqueue(ctx, "r2"))
+	run, err := st.GetRun(ctx, "r1")
+	require.NoError(t, err)
+	require.NoError(t, p.recoverer.RecoverRun(ctx, run, "runtime-instance-lost"))
+	claims, err := st.Claim(ctx, "pump", 10, time.Minute)
+	require.NoError(t, err)
+	var order []string
+	for _, c := range claims {
+		order = append(order, c.RunID)
+	}
+	require.Equal(t, []string{"r1", "r2"}, order)
 }

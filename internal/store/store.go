@@ -163,6 +163,10 @@ type Claim struct {
 type Queue interface {
 	// Enqueue makes runID pending. Enqueuing a pending or claimed run is a no-op.
 	Enqueue(ctx context.Context, runID string) error
+	// EnqueueFront is Enqueue ahead of every pending item, in the shared order and in its
+	// tenant's: a run recovered from a lost instance had its turn already, and must not wait
+	// behind the runs queued after it. A later EnqueueFront goes ahead of an earlier one.
+	EnqueueFront(ctx context.Context, runID string) error
 	// Claim takes up to max pending items for pumpID. Items whose claims timed out (their pump
 	// died) are pending again, in their places, before the claim is taken. A claimed item becomes pending again
 	// after visibility unless acked or released.
@@ -433,11 +437,11 @@ type RequeueResult struct {
 // trips. It blocks on I/O and is goroutine-safe.
 type Recovery interface {
 	// RequeueRuns does for each run of batch, independently, what FenceExecution,
-	// UpdateRunAndAppend, ReleaseReservation and Enqueue do one after the other: it reads the
+	// UpdateRunAndAppend, ReleaseReservation and EnqueueFront do one after the other: it reads the
 	// run and, when Take accepts it, fences its execution (only while the run is still as Take
 	// saw it, so a fence never reaches an activation that took the run since, even on an
 	// instance that reuses From's id), marks it queued with its entry appended in the same
-	// write, releases its hold on From and enqueues it. Every step is conditional, so a batch
+	// write, releases its hold on From and enqueues it at the front (EnqueueFront). Every step is conditional, so a batch
 	// that repeats or overlaps another recovery of the same runs moves each at most once.
 	// results[i] is batch[i]'s. err is a failure of the call itself (the store is
 	// unreachable): its runs may then be left at any step, fenced but not requeued included,

@@ -86,7 +86,7 @@ func addCount(tx *bolt.Tx, tenant string, d int64) error {
 
 // EnqueueTenant makes runID pending in tenantID's queue. See store.TenantQueues.
 func (s *Store) EnqueueTenant(ctx context.Context, tenantID, runID string) error {
-	return s.enqueue(ctx, &tenantID, runID)
+	return s.enqueue(ctx, &tenantID, runID, false)
 }
 
 // Backlog scans the per-tenant pending index, at most limit entries per tenant (it seeks past

@@ -28,7 +28,7 @@ type queueItem struct {
 func (q queueItem) encode() []byte {
 	b := make([]byte, 0, 17+len(q.token))
 	switch {
-	case q.claimed && q.seq > 0:
+	case q.claimed && q.seq != 0:
 		b = append(append(b, 2), orderedTime(q.at)...)
 		b = append(b, orderedTime(q.seq)...)
 	case q.claimed:
@@ -56,10 +56,10 @@ func makePending(tx *bolt.Tx, runID string) error { return makePendingAt(tx, run
 
 // makePendingAt puts runID at sequence seq of the pending order, and of its tenant's: back in
 // the place it was claimed from, so a released run does not lose its turn to the runs queued
-// after it; at the tail when seq is 0.
+// after it; at the tail when seq is 0 (a negative seq is ahead of every tail one).
 func makePendingAt(tx *bolt.Tx, runID string, seq int64) error {
 	pending := tx.Bucket(bQueuePending)
-	if seq <= 0 {
+	if seq == 0 {
 		next, err := pending.NextSequence()
 		if err != nil {
 			return fmt.Errorf("queue sequence: %w", err)
@@ -114,11 +114,17 @@ func newToken(pumpID string) (string, error) {
 // Enqueue makes runID pending in its tenant's queue (read from the run); a pending or claimed
 // run is left alone.
 func (s *Store) Enqueue(ctx context.Context, runID string) error {
-	return s.enqueue(ctx, nil, runID)
+	return s.enqueue(ctx, nil, runID, false)
 }
 
-// enqueue files runID under *tenant, or the run's tenant when tenant is nil.
-func (s *Store) enqueue(ctx context.Context, tenant *string, runID string) error {
+// EnqueueFront makes runID pending ahead of every pending item. See store.Queue.
+func (s *Store) EnqueueFront(ctx context.Context, runID string) error {
+	return s.enqueue(ctx, nil, runID, true)
+}
+
+// enqueue files runID under *tenant, or the run's tenant when tenant is nil, at the tail or
+// (front) ahead of every item: at a negative sequence counted by the items bucket.
+func (s *Store) enqueue(ctx context.Context, tenant *string, runID string, front bool) error {
 	if runID == "" {
 		return errors.New("boltstore: enqueue: empty run id")
 	}
@@ -132,6 +138,13 @@ func (s *Store) enqueue(ctx context.Context, tenant *string, runID string) error
 		}
 		if err := fileTenant(tx, runID, t); err != nil {
 			return err
+		}
+		if front {
+			next, err := tx.Bucket(bQueueItems).NextSequence()
+			if err != nil {
+				return fmt.Errorf("queue front sequence: %w", err)
+			}
+			return makePendingAt(tx, runID, -int64(next))
 		}
 		return makePending(tx, runID)
 	})

@@ -55,12 +55,34 @@ func (s *Store) Enqueue(ctx context.Context, runID string) error {
 	case !errors.Is(err, store.ErrNotFound):
 		return fmt.Errorf("redisstore: enqueue %s: %w", runID, err)
 	}
-	return s.EnqueueTenant(ctx, tenant, runID)
+	return s.enqueue(ctx, tenant, runID, false)
+}
+
+// EnqueueFront makes runID pending ahead of every pending item. See store.Queue.
+func (s *Store) EnqueueFront(ctx context.Context, runID string) error {
+	tenant := ""
+	run, err := s.GetRun(ctx, runID)
+	switch {
+	case err == nil:
+		tenant = run.GetTenantId()
+	case !errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("redisstore: enqueue %s: %w", runID, err)
+	}
+	return s.enqueue(ctx, tenant, runID, true)
 }
 
 // EnqueueTenant makes runID pending at the tail of tenantID's queue. See store.TenantQueues.
 func (s *Store) EnqueueTenant(ctx context.Context, tenantID, runID string) error {
-	_, err := s.runScript(ctx, "enqueue "+runID, scriptEnqueue, s.qKeys(), s.qArgs(runID, tenantID)...)
+	return s.enqueue(ctx, tenantID, runID, false)
+}
+
+// enqueue makes runID pending in tenantID's queue, at the tail or the front.
+func (s *Store) enqueue(ctx context.Context, tenantID, runID string, front bool) error {
+	where := "0"
+	if front {
+		where = "1"
+	}
+	_, err := s.runScript(ctx, "enqueue "+runID, scriptEnqueue, s.qKeys(), s.qArgs(runID, tenantID, where)...)
 	return err
 }
 

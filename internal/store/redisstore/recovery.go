@@ -204,8 +204,8 @@ func (s *Store) requeueOne(ctx context.Context, rq store.Requeue, epoch int64) (
 	return moved && err == nil, err
 }
 
-// enqueueBatch releases the hold on From of every run moved and makes it pending in its
-// tenant's queue.
+// enqueueBatch releases the hold on From of every run moved and makes it pending at the front
+// of its tenant's queue (see store.Queue.EnqueueFront).
 func (s *Store) enqueueBatch(ctx context.Context, batch []store.Requeue, moved map[int]*takenRun, out []store.RequeueResult) error {
 	var idx []int
 	var keys [][]string
@@ -222,7 +222,7 @@ func (s *Store) enqueueBatch(ctx context.Context, batch []store.Requeue, moved m
 	keys, args = keys[:0], args[:0]
 	for _, i := range idx {
 		keys = append(keys, s.qKeys())
-		args = append(args, s.qArgs(batch[i].RunID, moved[i].tenant))
+		args = append(args, s.qArgs(batch[i].RunID, moved[i].tenant, "1")) // at the front, as EnqueueFront
 	}
 	_, errs, err := s.evalMany(ctx, "enqueue runs", scriptEnqueue, keys, args)
 	if err != nil {

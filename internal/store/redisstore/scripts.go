@@ -140,13 +140,18 @@ local function qreclaim(now)
 end
 `
 
-// scriptEnqueue makes an item of tenant ARGV[3] pending at the tail unless it is pending or
-// claimed. ARGV[2] run id. Returns 1 enqueued, 0 already there.
+// scriptEnqueue makes an item of tenant ARGV[3] pending at the tail (ARGV[4] '0') or ahead of
+// every item (ARGV[4] '1': a negative sequence, from its own counter, that qpend takes as
+// the item's place) unless it is pending or claimed. ARGV[2] run id. Returns 1 enqueued, 0
+// already there.
 var scriptEnqueue = redis.NewScript(qlib + `
 local id = ARGV[2]
 if redis.call('ZSCORE', KEYS[1], id) or redis.call('ZSCORE', KEYS[2], id) then return 0 end
 redis.call('HSET', KEYS[6], id, ARGV[3])
 redis.call('HINCRBY', KEYS[7], ARGV[3], 1)
+if ARGV[4] == '1' then
+  redis.call('HSET', KEYS[3], 's:' .. id, -redis.call('INCR', KEYS[4] .. ':front'))
+end
 qpend(id)
 return 1
 `)

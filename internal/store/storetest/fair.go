@@ -15,6 +15,7 @@ var tenantQueueTests = []contractTest{
 	{"Backlog_followsClaimsAndReleases", testBacklogFollows},
 	{"QueuedCount_untilAck", testQueuedCount},
 	{"ClaimTenants_reclaimsDeadPump", testClaimTenantsReclaims},
+	{"EnqueueFront_aheadInEveryOrder", testEnqueueFront},
 }
 
 var tenantQuotaTests = []contractTest{
@@ -256,4 +257,29 @@ func testTakeToken(t *testing.T, e *env) {
 	if ok, err := e.st.TakeToken(e.ctx, "t2", 0, 0); err != nil || !ok {
 		t.Fatalf("no rate = %v, %v; want always a token", ok, err)
 	}
+}
+
+// testEnqueueFront: a run put at the front (recovered from a lost instance) is claimed before
+// the runs queued ahead of it, in the shared order and in its tenant's; a later front goes
+// ahead of an earlier one; released, it goes back to its front place; and putting a pending or
+// claimed run at the front changes nothing.
+func testEnqueueFront(t *testing.T, e *env) {
+	for _, id := range []string{"a1", "a2", "x", "y"} {
+		_, _, err := e.st.CreateRun(e.ctx, run(id, "a"))
+		noErr(t, err)
+	}
+	enqueue(t, e, "a1", "a2")
+	noErr(t, e.st.EnqueueFront(e.ctx, "x"))
+	noErr(t, e.st.EnqueueFront(e.ctx, "y"))
+	noErr(t, e.st.EnqueueFront(e.ctx, "a2")) // pending already: stays in its place
+	depth(t, e, 4, 0)
+	got, err := e.st.ClaimTenants(e.ctx, "pump1", []store.TenantClaim{{TenantID: "a", Max: 1}}, time.Minute)
+	noErr(t, err)
+	equalIDs(t, "tenant claim", claimIDs(got), []string{"y"})
+	noErr(t, e.st.EnqueueFront(e.ctx, "y")) // claimed: no-op
+	enqueue(t, e, "a1")                     // pending: no-op
+	noErr(t, e.st.Release(e.ctx, got[0]))
+	all, err := e.st.Claim(e.ctx, "pump1", 10, time.Minute)
+	noErr(t, err)
+	equalIDs(t, "shared claim", claimIDs(all), []string{"y", "x", "a1", "a2"})
 }

@@ -64,10 +64,12 @@ func requeueRuns(t *testing.T, e *env, batch ...store.Requeue) []store.RequeueRe
 }
 
 // testRequeueRunsMoves: the execution is fenced, the run queued with Take's change and the
-// entry (at the fence's epoch), its hold released and its queue item pending.
+// entry (at the fence's epoch), its hold released and its queue item pending ahead of the
+// items queued before.
 func testRequeueRunsMoves(t *testing.T, e *env) {
 	recovery(t, e)
 	runOn(t, e, "r1", "lost")
+	enqueue(t, e, "waiting") // queued before the recovery: r1 goes ahead of it (EnqueueFront)
 	res := requeueRuns(t, e, requeueOf("r1", "lost"))
 	equal(t, "fenced", res[0].Fenced, true)
 	equal(t, "moved", res[0].Moved, true)
@@ -89,7 +91,7 @@ func testRequeueRunsMoves(t *testing.T, e *env) {
 	equal(t, "hold released", reservationHeld(t, e, "lost", "r1"), false)
 	claims, err := e.st.Claim(e.ctx, "pump", 10, time.Minute)
 	noErr(t, err)
-	equalIDs(t, "pending", claimIDs(claims), []string{"r1"})
+	equalIDs(t, "pending", claimIDs(claims), []string{"r1", "waiting"})
 }
 
 // testRequeueRunsMixed: in one batch, each run on its own: a run whose execution a newer
