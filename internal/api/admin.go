@@ -132,13 +132,13 @@ func (s *server) getTenant(w http.ResponseWriter, r *http.Request) {
 // putTenant handles PUT /v1/tenants/{id} (admin). A tenant_id in the body must equal the
 // path's.
 func (s *server) putTenant(w http.ResponseWriter, r *http.Request) {
-	if err := requireRole(r, auth.RoleAdmin); err != nil {
+	id := r.PathValue("id")
+	var body httpapi.Tenant
+	if err := decodeJSON(r, &body, false); err != nil { // the body before the role (docs/api.md)
 		s.fail(w, r, err)
 		return
 	}
-	id := r.PathValue("id")
-	var body httpapi.Tenant
-	if err := decodeJSON(r, &body, false); err != nil {
+	if err := requireRole(r, auth.RoleAdmin); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -182,12 +182,13 @@ func (s *server) suspendTenant(suspended bool) http.HandlerFunc {
 // putPipeline handles PUT /v1/pipelines/{key} (admin): the body is the YAML or JSON document
 // and its key must equal the path's.
 func (s *server) putPipeline(w http.ResponseWriter, r *http.Request) {
-	if err := requireRole(r, auth.RoleAdmin); err != nil {
+	// The body (a pure parse) before the role, as docs/api.md orders the checks.
+	src, parsed, err := s.pipelineBody(r, "api: request body is empty")
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	src, parsed, err := s.pipelineBody(r, "api: request body is empty")
-	if err != nil {
+	if err := requireRole(r, auth.RoleAdmin); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -154,3 +154,28 @@ func TestServer_Auth_authenticationAndRoles(t *testing.T) {
 		}
 	})
 }
+
+// TestServer_Auth_checkOrder: the checks come in the order docs/api.md gives: authentication
+// (401) before a missing route, a wrong method or a malformed path; the body (400) before
+// the role (403).
+func TestServer_Auth_checkOrder(t *testing.T) {
+	f := newFixture(t, true, nil)
+	for _, tc := range []struct{ method, path, body string }{
+		{"GET", "/v1/nope", ""},
+		{"DELETE", "/v1/runs", ""},
+		{"GET", "/v1/agents/echo/k/messages", ""},
+		{"POST", "/v1/agents/echo//messages", `{"message":1}`},
+		{"POST", "/v1/topics", `{"message":1}`},
+	} {
+		f.callErr(tc.method, tc.path, tc.body, http.StatusUnauthorized, httpapi.CodeUnauthenticated)
+	}
+	tenant := f.as(mintToken(t, "acme", "tenant"))
+	for _, tc := range []struct{ method, path string }{
+		{"PUT", "/v1/tenants/acme"},
+		{"PUT", "/v1/pipelines/x"},
+		{"POST", "/v1/pipelines/x/check"},
+	} {
+		tenant.callErr(tc.method, tc.path, `{bad`, http.StatusBadRequest, "")
+	}
+	tenant.callErr("PUT", "/v1/tenants/acme", `{"isolation_mode":"shared"}`, http.StatusForbidden, httpapi.CodeForbidden)
+}

@@ -146,7 +146,7 @@ func New(cfg Config) http.Handler {
 	for _, p := range []string{"GET /ui/", "GET /ui", "GET /{$}"} {
 		mux.Handle(p, ui.Handler())
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	noRoute := func(w http.ResponseWriter, r *http.Request) {
 		if allow := allowedMethods(mux, r); len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
 			s.writeError(w, http.StatusMethodNotAllowed, httpapi.CodeMethodNotAllowed,
@@ -154,7 +154,17 @@ func New(cfg Config) http.Handler {
 			return
 		}
 		s.writeError(w, http.StatusNotFound, httpapi.CodeNotFound, fmt.Sprintf("api: no route for %s %s", r.Method, r.URL.Path))
+	}
+	authedNoRoute := s.authenticate(noRoute)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/") || r.URL.Path == "/v1" {
+			authedNoRoute.ServeHTTP(w, r) // 401 before 404 and 405 under the API (docs/api.md)
+			return
+		}
+		noRoute(w, r)
 	})
+	// /v1/topics itself is no route (the mux would redirect it to the {topic...} subtree).
+	mux.Handle("/v1/topics", authedNoRoute)
 	return s.recover(s.guardOrigin(s.limitBody(s.canonicalPath(mux))))
 }
 
@@ -167,8 +177,11 @@ func (s *server) canonicalPath(next http.Handler) http.Handler {
 		if p := r.URL.EscapedPath(); strings.HasPrefix(p, "/v1/") {
 			for _, seg := range strings.Split(strings.TrimSuffix(p[1:], "/"), "/") {
 				if seg == "" || seg == "." || seg == ".." {
-					s.writeError(w, http.StatusBadRequest, httpapi.CodeBadRequest, fmt.Sprintf(
-						"api: %s: the path has an empty, \".\" or \"..\" segment (escape a key or topic \".\" as %%2E)", p))
+					// After authentication, as every 400 (docs/api.md).
+					s.authenticate(func(w http.ResponseWriter, _ *http.Request) {
+						s.writeError(w, http.StatusBadRequest, httpapi.CodeBadRequest, fmt.Sprintf(
+							"api: %s: the path has an empty, \".\" or \"..\" segment (escape a key or topic \".\" as %%2E)", p))
+					}).ServeHTTP(w, r)
 					return
 				}
 			}
@@ -222,6 +235,9 @@ func sameOrigin(origin, host string) bool {
 // allowedMethods returns the methods of the routes of mux that r's path has under another
 // method (the catch-all "/" aside): r is then a 405, not a 404.
 func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
+	if p := r.URL.Path + "/"; strings.HasPrefix(p, topicsPrefix) && !strings.HasSuffix(r.URL.Path, messagesSuffix) {
+		return nil // the topics pattern matches any path below it; only .../messages is a route
+	}
 	var allow []string
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
 		if m == r.Method {
