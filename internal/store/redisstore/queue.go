@@ -47,19 +47,17 @@ func newToken(pumpID string) (string, error) {
 // Enqueue makes runID pending at the tail of its tenant's queue (read from the run); a pending
 // or claimed item is left alone.
 func (s *Store) Enqueue(ctx context.Context, runID string) error {
-	tenant := ""
-	run, err := s.GetRun(ctx, runID)
-	switch {
-	case err == nil:
-		tenant = run.GetTenantId()
-	case !errors.Is(err, store.ErrNotFound):
-		return fmt.Errorf("redisstore: enqueue %s: %w", runID, err)
-	}
-	return s.enqueue(ctx, tenant, runID, false)
+	return s.enqueueRun(ctx, runID, false)
 }
 
 // EnqueueFront makes runID pending ahead of every pending item. See store.Queue.
 func (s *Store) EnqueueFront(ctx context.Context, runID string) error {
+	return s.enqueueRun(ctx, runID, true)
+}
+
+// enqueueRun is enqueue in the queue of runID's tenant (read from the run; "" when there is
+// no run).
+func (s *Store) enqueueRun(ctx context.Context, runID string, front bool) error {
 	tenant := ""
 	run, err := s.GetRun(ctx, runID)
 	switch {
@@ -68,7 +66,7 @@ func (s *Store) EnqueueFront(ctx context.Context, runID string) error {
 	case !errors.Is(err, store.ErrNotFound):
 		return fmt.Errorf("redisstore: enqueue %s: %w", runID, err)
 	}
-	return s.enqueue(ctx, tenant, runID, true)
+	return s.enqueue(ctx, tenant, runID, front)
 }
 
 // EnqueueTenant makes runID pending at the tail of tenantID's queue. See store.TenantQueues.
