@@ -47,13 +47,32 @@ func (n *Node) ControlRun(ctx context.Context, id string, op messages.ControlOp)
 	if err != nil {
 		return run, fmt.Errorf("%w: instance %s: %v", ErrNotRunning, run.AssignedRuntimeInstanceId, err)
 	}
-	res := n.providers.Control(ctx, d, &messages.ControlRequest{RuntimeInstanceId: d.RuntimeInstanceId, Op: op.String(),
-		LocalRunId: run.LocalRunId, SharedRunId: run.SharedRunId})
-	if !res.GetOk() {
-		return run, fmt.Errorf("%w: %s", ErrNotRunning, res.GetReason())
+	req := &messages.ControlRequest{RuntimeInstanceId: d.RuntimeInstanceId, Op: op.String(), LocalRunId: run.LocalRunId, SharedRunId: run.SharedRunId}
+	// A run marked running before its execution exists (the dispatch is on its way, under load
+	// for a while) cannot take the op yet: it is sent again until the execution takes it.
+	deadline := time.Now().Add(controlWait)
+	for {
+		res := n.providers.Control(ctx, d, req)
+		if res.GetOk() {
+			break
+		}
+		if res.GetReason() != reasonRunStarting || time.Now().After(deadline) {
+			return run, fmt.Errorf("%w: %s", ErrNotRunning, res.GetReason())
+		}
+		t := time.NewTimer(10 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return run, ctx.Err()
+		case <-t.C:
+		}
 	}
 	return n.waitStatus(ctx, id, op)
 }
+
+// controlWait bounds how long ControlRun waits for a run's execution to take an op, and then for
+// the op to show in the run's status.
+const controlWait = 2 * time.Second
 
 // waitStatus waits briefly for a control op to show in the run's status.
 func (n *Node) waitStatus(ctx context.Context, id string, op messages.ControlOp) (*messages.SharedRun, error) {
@@ -62,7 +81,7 @@ func (n *Node) waitStatus(ctx context.Context, id string, op messages.ControlOp)
 		messages.OpPauseRun:  func(s string) bool { return s == messages.RunPaused || messages.IsTerminalRun(s) },
 		messages.OpResumeRun: func(s string) bool { return s != messages.RunPaused },
 	}[op]
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(controlWait)
 	for {
 		run, err := n.env.st.GetRun(ctx, id)
 		if err != nil || want == nil || want(run.Status) || time.Now().After(deadline) {

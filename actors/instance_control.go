@@ -36,6 +36,10 @@ func (in *instance) control(c actor.Context, m *messages.ControlRequest) *messag
 	return in.result(m.Op, true, "")
 }
 
+// reasonRunStarting refuses a run control while the run has no execution to receive it: the
+// instance took the run from its queue and has not spawned its execution yet.
+const reasonRunStarting = "run-starting"
+
 // controlRun sends a run-control op to the run's execution, or cancels a run still queued. It
 // returns why it could not ("" when it could).
 func (in *instance) controlRun(c actor.Context, op messages.ControlOp, m *messages.ControlRequest) string {
@@ -55,7 +59,9 @@ func (in *instance) controlRun(c actor.Context, op messages.ControlOp, m *messag
 		return ""
 	}
 	if !in.q.IsQueued(lr) {
-		return ""
+		// Taken from the queue, its execution not spawned yet (or between two activations):
+		// nothing would receive the op. The caller retries (ControlRun).
+		return reasonRunStarting
 	}
 	if op != messages.OpCancelRun {
 		return "run-not-started"
