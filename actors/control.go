@@ -72,7 +72,7 @@ func (n *Node) ControlRun(ctx context.Context, id string, op messages.ControlOp)
 
 // controlWait bounds how long ControlRun waits for a run's execution to take an op, and then for
 // the op to show in the run's status.
-const controlWait = 2 * time.Second
+const controlWait = 5 * time.Second
 
 // waitStatus waits briefly for a control op to show in the run's status.
 func (n *Node) waitStatus(ctx context.Context, id string, op messages.ControlOp) (*messages.SharedRun, error) {
