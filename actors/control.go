@@ -47,31 +47,15 @@ func (n *Node) ControlRun(ctx context.Context, id string, op messages.ControlOp)
 	if err != nil {
 		return run, fmt.Errorf("%w: instance %s: %v", ErrNotRunning, run.AssignedRuntimeInstanceId, err)
 	}
-	req := &messages.ControlRequest{RuntimeInstanceId: d.RuntimeInstanceId, Op: op.String(), LocalRunId: run.LocalRunId, SharedRunId: run.SharedRunId}
-	// A run marked running before its execution exists (the dispatch is on its way, under load
-	// for a while) cannot take the op yet: it is sent again until the execution takes it.
-	deadline := time.Now().Add(controlWait)
-	for {
-		res := n.providers.Control(ctx, d, req)
-		if res.GetOk() {
-			break
-		}
-		if res.GetReason() != reasonRunStarting || time.Now().After(deadline) {
-			return run, fmt.Errorf("%w: %s", ErrNotRunning, res.GetReason())
-		}
-		t := time.NewTimer(10 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return run, ctx.Err()
-		case <-t.C:
-		}
+	res := n.providers.Control(ctx, d, &messages.ControlRequest{RuntimeInstanceId: d.RuntimeInstanceId, Op: op.String(),
+		LocalRunId: run.LocalRunId, SharedRunId: run.SharedRunId})
+	if !res.GetOk() {
+		return run, fmt.Errorf("%w: %s", ErrNotRunning, res.GetReason())
 	}
 	return n.waitStatus(ctx, id, op)
 }
 
-// controlWait bounds how long ControlRun waits for a run's execution to take an op, and then for
-// the op to show in the run's status.
+// controlWait bounds how long ControlRun waits for an op to show in the run's status.
 const controlWait = 5 * time.Second
 
 // waitStatus waits briefly for a control op to show in the run's status.

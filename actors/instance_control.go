@@ -36,8 +36,8 @@ func (in *instance) control(c actor.Context, m *messages.ControlRequest) *messag
 	return in.result(m.Op, true, "")
 }
 
-// reasonRunStarting refuses a run control while the run has no execution to receive it: the
-// instance took the run from its queue and has not spawned its execution yet.
+// reasonRunStarting refuses a run control while the instance holds the run with neither a queue
+// place nor an execution to receive it.
 const reasonRunStarting = "run-starting"
 
 // controlRun sends a run-control op to the run's execution, or cancels a run still queued. It
@@ -59,8 +59,8 @@ func (in *instance) controlRun(c actor.Context, op messages.ControlOp, m *messag
 		return ""
 	}
 	if !in.q.IsQueued(lr) {
-		// Taken from the queue, its execution not spawned yet (or between two activations):
-		// nothing would receive the op. The caller retries (ControlRun).
+		// Neither queued nor executing: nothing would receive the op, so it is refused rather
+		// than acknowledged and dropped.
 		return reasonRunStarting
 	}
 	if op != messages.OpCancelRun {
