@@ -149,18 +149,12 @@ func (p *publisher) flush(ctx context.Context) {
 	defer cancel()
 	// The descriptors in parallel: under load each write waits its turn for a store connection,
 	// and one after the other a round of twenty instances took seconds (stale heartbeats).
-	sem := make(chan struct{}, publishParallelism)
-	var wg sync.WaitGroup
-	for id, d := range pending {
+	ds := make([]*messages.CapacityDescriptor, 0, len(pending))
+	for _, d := range pending {
 		p.metrics.Capacity(d)
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			p.write(ctx, id, d)
-		}()
+		ds = append(ds, d)
 	}
-	wg.Wait()
+	workgroup.Each(ds, publishParallelism, func(d *messages.CapacityDescriptor) { p.write(ctx, d.RuntimeInstanceId, d) })
 	for id := range removed {
 		p.metrics.DropInstance(id)
 		// Instance ids are reused: once this incarnation's entry is gone (its member was

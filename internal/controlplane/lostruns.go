@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/internal/workgroup"
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -137,7 +138,7 @@ func (r *Recoverer) recoverLost(ctx context.Context, runs []*messages.SharedRun,
 	defer done()
 	rec, ok := r.st.(store.Recovery)
 	if !ok {
-		eachRun(runs, func(run *messages.SharedRun) {
+		workgroup.Each(runs, roundParallelism, func(run *messages.SharedRun) {
 			if err := r.RecoverRun(ctx, run, reason); err != nil {
 				r.cfg.Log.Warn("recover run", zap.String("tenant_id", run.TenantId), zap.String("shared_run_id", run.SharedRunId), zap.Error(err))
 			}

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dairuntime/dair/internal/store"
+	"github.com/dairuntime/dair/internal/workgroup"
 	"github.com/dairuntime/dair/messages"
 )
 
@@ -137,21 +138,6 @@ func (r *Recoverer) Round(ctx context.Context, repair bool) error {
 // sequential store round trips, and a lost member may leave hundreds of runs.
 const roundParallelism = 16
 
-// eachRun calls fn for every run, roundParallelism at a time, and returns when all returned.
-func eachRun[T any](runs []T, fn func(T)) {
-	sem := make(chan struct{}, roundParallelism)
-	var wg sync.WaitGroup
-	for _, run := range runs {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			fn(run)
-		}()
-	}
-	wg.Wait()
-}
-
 // heldRun is an active run on a live instance with what a round judged of it.
 type heldRun struct {
 	run          *messages.SharedRun
@@ -189,7 +175,7 @@ func (r *Recoverer) checkHeld(ctx context.Context, held []*messages.SharedRun) (
 		}
 	}
 	var mu sync.Mutex // guards suspects
-	eachRun(act, func(h heldRun) {
+	workgroup.Each(act, roundParallelism, func(h heldRun) {
 		if s := r.recoverHeld(ctx, h); s != nil {
 			mu.Lock()
 			suspects[h.run.SharedRunId] = s

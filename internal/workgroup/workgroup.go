@@ -191,3 +191,25 @@ func (g *Group) exit() {
 	}
 	g.mu.Unlock()
 }
+
+// Each calls fn for every item, at most limit at a time, and returns when all returned. A
+// single item (or a limit below 2) is handled on the caller's goroutine.
+func Each[T any](items []T, limit int, fn func(T)) {
+	if len(items) == 1 || limit < 2 {
+		for _, it := range items {
+			fn(it)
+		}
+		return
+	}
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for _, it := range items {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			fn(it)
+		}()
+	}
+	wg.Wait()
+}

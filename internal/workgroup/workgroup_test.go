@@ -2,6 +2,8 @@ package workgroup_test
 
 import (
 	"context"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -120,5 +122,39 @@ func TestGroup_manyTimersRaceWithStop(t *testing.T) {
 			t.Fatalf("round %d: Stop: %v", round, err)
 		}
 		cancel()
+	}
+}
+
+// TestEach: every item is handled once, never more than limit at a time.
+func TestEach(t *testing.T) {
+	for _, limit := range []int{0, 1, 3} {
+		items := make([]int, 50)
+		for i := range items {
+			items[i] = i
+		}
+		var mu sync.Mutex
+		seen, running, most := map[int]int{}, 0, 0
+		workgroup.Each(items, limit, func(i int) {
+			mu.Lock()
+			seen[i]++
+			running++
+			most = max(most, running)
+			mu.Unlock()
+			runtime.Gosched() // let others in while this one holds its slot
+			mu.Lock()
+			running--
+			mu.Unlock()
+		})
+		if len(seen) != len(items) {
+			t.Fatalf("limit %d: %d of %d items handled", limit, len(seen), len(items))
+		}
+		for i, n := range seen {
+			if n != 1 {
+				t.Fatalf("limit %d: item %d handled %d times", limit, i, n)
+			}
+		}
+		if want := max(limit, 1); most > want {
+			t.Fatalf("limit %d: %d at once", limit, most)
+		}
 	}
 }
